@@ -1,0 +1,126 @@
+"""Environment: a task source + a prompt template + a parser + weighted rewards.
+
+An environment is plain data handed to the trainer and to `rlvr score`; it holds no training
+state. Procedural sources regenerate any task from its id, so a task id is all a row needs.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+
+from rlvr.core import Reward, Task, WeightedSum
+from rlvr.verifiers.parser import ThinkParser
+
+__all__ = ["Environment", "TaskSource", "RowSource", "r1_chat_prompt", "r1_base_prompt",
+           "think_answer_gold"]
+
+R1_SYSTEM = (
+    "A conversation between User and Assistant. The user asks a question, and the Assistant "
+    "solves it. The assistant first thinks about the reasoning process in the mind and then "
+    "provides the user with the answer. The reasoning process and answer are enclosed within "
+    "<think> </think> and <answer> </answer> tags, respectively, i.e., "
+    "<think> reasoning process here </think> <answer> answer here </answer>.")
+
+
+def r1_chat_prompt(question: str) -> list[dict]:
+    """Chat messages for instruct models: the R1-Zero instruction as the system turn."""
+    return [{"role": "system", "content": R1_SYSTEM}, {"role": "user", "content": question}]
+
+
+def r1_base_prompt(question: str) -> str:
+    """R1-Zero's base-model template; the completion continues right after `<think>`."""
+    return f"{R1_SYSTEM} User: {question} Assistant: <think>"
+
+
+def think_answer_gold(answer: Any) -> str:
+    """A completion in the R1 format whose answer is `answer` (for contract checks)."""
+    return f"<think>I work it out step by step.</think> <answer>{answer}</answer>"
+
+
+class TaskSource(Protocol):
+    """Where tasks come from: iterate a split, or fetch one task by id."""
+    def iter(self, split: str, seed: int = 0) -> Iterator[Task]: ...
+    def get(self, task_id: str) -> Task: ...
+    splits: Sequence[str]
+
+
+class RowSource:
+    """Tasks from in-memory rows (a list, or a `datasets` split per name)."""
+
+    def __init__(self, splits: Mapping[str, Sequence[Task]]):
+        self._splits = {k: list(v) for k, v in splits.items()}
+        self._by_id = {t.id: t for ts in self._splits.values() for t in ts}
+        self.splits = tuple(self._splits)
+
+    def iter(self, split: str, seed: int = 0) -> Iterator[Task]:
+        if split not in self._splits:
+            raise KeyError(f"no split {split!r}; have {list(self._splits)}")
+        return iter(self._splits[split])
+
+    def get(self, task_id: str) -> Task:
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise KeyError(f"unknown task id {task_id!r}") from None
+
+
+@dataclass
+class Environment:
+    """What the trainer samples from and what `rlvr score` scores against.
+
+    `rewards` are (reward, weight) pairs; a zero weight logs the component without training on
+    it. `gold` turns a task's gold answer into a completion that must score 1.0 (the registry's
+    contract check); `prompt_style` is 'chat' (system + user messages) or 'base' (R1-Zero's
+    plain-text template ending in `<think>`, whose completions start inside the think block).
+    """
+    name: str
+    source: TaskSource
+    rewards: Sequence[tuple[Reward, float]]
+    version: str = "1"
+    parser: ThinkParser = field(default_factory=ThinkParser)
+    gold: Callable[[Task], str] = field(default=lambda task: think_answer_gold(task.answer))
+    description: str = ""
+
+    def __post_init__(self):
+        self.reward: Reward = WeightedSum(self.rewards, name=self.name)
+
+    def tasks(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
+        return self.source.iter(split, seed)
+
+    def sample(self, n: int, split: str = "train", seed: int = 0) -> list[Task]:
+        return list(itertools.islice(self.tasks(split, seed), n))
+
+    def get_task(self, task_id: str) -> Task:
+        return self.source.get(task_id)
+
+    def task_from_row(self, row: Mapping, id_field: str = "id",
+                      answer_field: str = "answer") -> Task:
+        """The task a scoring row refers to: its own gold answer if it has one, else its id."""
+        if answer_field in row and row[answer_field] is not None:
+            extra = {k: v for k, v in row.items() if k not in (id_field, answer_field)}
+            return Task(id=str(row.get(id_field, "")), prompt=row.get("prompt", ""),
+                        answer=row[answer_field], metadata=extra)
+        if row.get(id_field) is not None:
+            return self.get_task(str(row[id_field]))
+        raise KeyError(f"row has neither {answer_field!r} (gold answer) nor {id_field!r} "
+                       "(task id)")
+
+    def describe(self) -> dict:
+        return {"name": self.name, "version": self.version, "description": self.description,
+                "splits": list(self.source.splits),
+                "rewards": {r.name: w for r, w in self.rewards},
+                "reward_version": self.reward.version}
+
+
+def rows_to_tasks(rows: Iterable[Mapping], prefix: str, question: str = "question",
+                  answer: str = "answer", prompt: Callable[[str], Any] = r1_chat_prompt
+                  ) -> list[Task]:
+    """Dataset rows -> Tasks (id from the row's `id` or its position)."""
+    out = []
+    for i, row in enumerate(rows):
+        meta = {k: v for k, v in row.items() if k not in (question, answer)}
+        meta["question"] = row[question]
+        out.append(Task(id=str(row.get("id", f"{prefix}/{i}")), prompt=prompt(row[question]),
+                        answer=row[answer], metadata=meta))
+    return out

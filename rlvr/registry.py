@@ -1,0 +1,174 @@
+"""The environment registry: `@register_env("name")`, `load_env(name, **kwargs)`.
+
+Third-party packages add environments without editing rlvr through the `rlvr.envs` entry-point
+group: each entry point names a module that registers on import, or a factory registered under
+the entry point's name.
+
+Loading runs the contract check (`check_env`): gold answers score 1.0, junk scores 0.0, and every
+task field a reward declares exists in the tasks -- with errors that say what to fix.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import threading
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+from .core import FAILED_STATUSES, Task
+
+__all__ = ["register_env", "load_env", "list_envs", "env_info", "check_env", "EnvContractError",
+           "UnknownEnvError"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+JUNK = ("", "I don't know.", "<think>", "Lorem ipsum dolor sit amet, consectetur adipiscing.")
+
+
+class EnvContractError(ValueError):
+    """An environment broke the registry's contract; the message says what to fix."""
+
+
+class UnknownEnvError(KeyError):
+    def __str__(self):
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    factory: Callable
+    module: str
+
+
+_registry: dict[str, _Entry] = {}
+_lock = threading.Lock()
+_discovered = False
+
+
+def register_env(name: str, *, replace: bool = False) -> Callable[[Callable], Callable]:
+    """Register an environment factory under `name` (the factory is returned unchanged).
+
+    >>> @register_env("doc-echo", replace=True)
+    ... def echo():
+    ...     ...
+    >>> "doc-echo" in list_envs()
+    True
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"environment name must be letters, digits, '-', '_' or '.', got {name!r}")
+
+    def wrap(factory: Callable) -> Callable:
+        if not callable(factory):
+            raise TypeError(f"register_env({name!r}) needs a callable factory, got {factory!r}")
+        with _lock:
+            old = _registry.get(name)
+            if old and not replace and old.factory is not factory \
+                    and _qualname(old.factory) != _qualname(factory):
+                raise ValueError(f"environment {name!r} is already registered by {old.module}; "
+                                 "pass replace=True to override it")
+            _registry[name] = _Entry(name, factory, factory.__module__)
+        return factory
+    return wrap
+
+
+def _qualname(f) -> str:
+    return f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', repr(f))}"
+
+
+def _discover() -> None:
+    """Import rlvr's built-in environments and every `rlvr.envs` entry point, once."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    importlib.import_module("rlvr.envs")
+    for ep in entry_points(group="rlvr.envs"):
+        obj = ep.load()
+        if callable(obj) and not inspect.ismodule(obj) and ep.name not in _registry:
+            register_env(ep.name)(obj)
+
+
+def list_envs() -> list[str]:
+    _discover()
+    return sorted(_registry)
+
+
+def _entry(name: str) -> _Entry:
+    _discover()
+    if name not in _registry:
+        raise UnknownEnvError(f"unknown environment {name!r}; registered: "
+                              f"{', '.join(sorted(_registry)) or '(none)'}")
+    return _registry[name]
+
+
+def load_env(name: str, *, check: bool = True, **kwargs: Any):
+    """Build the environment registered as `name` with `kwargs`, contract-checked."""
+    entry = _entry(name)
+    try:
+        env = entry.factory(**kwargs)
+    except TypeError as exc:
+        params = ", ".join(inspect.signature(entry.factory).parameters)
+        raise TypeError(f"environment {name!r}: {exc}; its factory takes ({params})") from None
+    from rlvr.envs.base import Environment
+    if not isinstance(env, Environment):
+        raise EnvContractError(f"environment {name!r}: factory {_qualname(entry.factory)} "
+                               f"returned {type(env).__name__}, not an rlvr Environment")
+    if check:
+        check_env(env)
+    return env
+
+
+def env_info(name: str) -> dict:
+    entry = _entry(name)
+    return {"name": name, "module": entry.module,
+            "signature": str(inspect.signature(entry.factory)),
+            "doc": inspect.getdoc(entry.factory) or ""}
+
+
+def env_reward(name: str, kwargs: dict | None = None, module: str | None = None):
+    """Build an environment inside a worker and return it (used through a pool Factory).
+
+    `module` is imported first so that environments registered by user code (not by an entry
+    point) exist in freshly spawned workers too.
+    """
+    if module and module not in ("__main__", "__mp_main__"):
+        importlib.import_module(module)
+    return load_env(name, check=False, **(kwargs or {}))
+
+
+def check_env(env, n: int = 4) -> None:
+    """The registry's contract: raise EnvContractError saying what to fix, or return None."""
+    try:
+        tasks = env.sample(n, split=env.source.splits[0])
+    except Exception as exc:
+        raise EnvContractError(f"environment {env.name!r}: could not sample tasks "
+                               f"({type(exc).__name__}: {exc})") from exc
+    if not tasks:
+        raise EnvContractError(f"environment {env.name!r}: its task source yielded no tasks")
+    problems = []
+    for task in tasks:
+        if not isinstance(task, Task):
+            raise EnvContractError(f"environment {env.name!r} yielded {type(task).__name__}, "
+                                   "not rlvr.Task")
+        missing = env.reward.required_fields() - set(task.fields())
+        if missing:
+            problems.append(f"rewards read task field(s) {sorted(missing)} that task "
+                            f"{task.id!r} lacks (it has {sorted(task.fields())}); add them to "
+                            "the task's metadata or rename the reward's parameters")
+            continue
+        gold = env.reward.score(task, env.gold(task))
+        if gold.score != 1.0 or gold.failed:
+            problems.append(f"gold completion for task {task.id!r} scored {gold.score} "
+                            f"(status {gold.status}: {gold.reason or 'no reason'}); the gold "
+                            "answer must score 1.0 -- check the env's `gold` and its rewards")
+        for junk in JUNK:
+            v = env.reward.score(task, junk)
+            if v.score != 0.0 or v.status in FAILED_STATUSES:
+                problems.append(f"junk completion {junk!r} scored {v.score} (status {v.status}: "
+                                f"{v.reason or 'no reason'}); junk must score 0.0 without error")
+                break
+    if problems:
+        raise EnvContractError(f"environment {env.name!r} fails the contract check:\n  - "
+                               + "\n  - ".join(dict.fromkeys(problems)))

@@ -1,0 +1,1 @@
+"""Isolated execution of untrusted code. Not built yet: see the sandbox issue."""

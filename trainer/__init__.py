@@ -1,0 +1,1 @@
+"""The RLVR training loop (sample, verify, update, repeat). Not built yet: see the trainer issue."""

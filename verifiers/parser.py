@@ -1,0 +1,158 @@
+"""Split a completion into its think span and its answer span.
+
+Verifiers read answers only from the answer span: whatever a model wrote while thinking never
+counts. The parser knows the shapes completions take in practice:
+
+- `<think>...</think> answer`                        the R1 format
+- `...reasoning</think> answer`                       the chat template prefilled `<think>`
+- `answer`                                            no think block at all
+- `<think>...` (no close)                             truncated mid-thought: no answer
+- `<think>a</think><think>b</think> answer`           repeated blocks: answer after the last
+- `<think>a <think>b</think> c</think> answer`        nested tags: answer after the last close
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Parsed", "ThinkParser", "parse", "last_boxed", "all_boxed", "answer_tag"]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The parts of one completion.
+
+    `think` is None when there is no think block; `answer` is the text after the last closing
+    tag ("" when the think block never closed). `well_formed` is the strict R1 shape: exactly
+    one think block, opened (or prefilled) at the very start, closed, and followed by an answer.
+    """
+    think: str | None
+    answer: str
+    think_present: bool
+    think_closed: bool
+    n_open: int
+    n_close: int
+    prefilled: bool
+    well_formed: bool
+
+
+class ThinkParser:
+    """Parse completions that may carry a `<think>` block.
+
+    `prefilled=True` says the prompt already ends in `<think>` (many reasoning chat templates do
+    that), so the completion starts inside the think block. With `prefilled=None` (the default)
+    the parser infers it: a `</think>` with no `<think>` before it means the open was prefilled.
+
+    >>> p = ThinkParser().parse("<think>2+2 is 4</think> The answer is 4.")
+    >>> p.think, p.answer, p.well_formed
+    ('2+2 is 4', 'The answer is 4.', True)
+    >>> ThinkParser().parse("<think>still going").answer
+    ''
+    """
+
+    def __init__(self, tag: str = "think", prefilled: bool | None = None):
+        self.open, self.close = f"<{tag}>", f"</{tag}>"
+        self.prefilled = prefilled
+
+    def __call__(self, text: str) -> Parsed:
+        return self.parse(text)
+
+    def parse(self, text: str) -> Parsed:
+        n_open, n_close = text.count(self.open), text.count(self.close)
+        first_open, first_close = text.find(self.open), text.find(self.close)
+        prefilled = self.prefilled
+        if prefilled is None:
+            prefilled = first_close != -1 and (first_open == -1 or first_close < first_open)
+        if n_close:
+            last_close = text.rfind(self.close)
+            body_start = 0 if prefilled else first_open + len(self.open)
+            if not prefilled and (first_open == -1 or first_open > last_close):
+                body_start = 0            # a stray close with an open only after it
+            think = text[body_start:last_close]
+            answer = text[last_close + len(self.close):]
+            answer = answer[:answer.find(self.open)] if self.open in answer else answer
+            answer, closed = answer.strip(), True   # a re-opened block after it never counts
+        elif n_open or prefilled:
+            body_start = first_open + len(self.open) if n_open else 0
+            think, answer, closed = text[body_start:], "", False
+        else:
+            think, answer, closed = None, text.strip(), False
+        think = _strip_tags(think, self.open, self.close) if think is not None else None
+        starts_right = prefilled or text.lstrip().startswith(self.open)
+        blocks_ok = (n_open, n_close) == ((0, 1) if prefilled else (1, 1))
+        well_formed = bool(closed and starts_right and blocks_ok and answer)
+        return Parsed(think=think, answer=answer, think_present=think is not None,
+                      think_closed=closed, n_open=n_open, n_close=n_close,
+                      prefilled=prefilled, well_formed=well_formed)
+
+
+def _strip_tags(s: str, open_: str, close: str) -> str:
+    return s.replace(open_, "").replace(close, "").strip()
+
+
+_default = ThinkParser()
+
+
+def parse(text: str) -> Parsed:
+    """Parse with the default `<think>` parser (prefill inferred)."""
+    return _default.parse(text)
+
+
+def all_boxed(text: str, commands: tuple[str, ...] = ("\\boxed", "\\fbox")) -> list[str]:
+    r"""Contents of every `\boxed{...}` / `\fbox{...}`, in order, with nested braces matched.
+
+    >>> all_boxed(r"so \boxed{\frac{1}{2}} or \fbox{3}")
+    ['\\frac{1}{2}', '3']
+    """
+    out, i = [], 0
+    pattern = re.compile("|".join(re.escape(c) for c in commands))
+    while True:
+        m = pattern.search(text, i)
+        if not m:
+            return out
+        j = m.end()
+        while j < len(text) and text[j] == " ":
+            j += 1
+        if j < len(text) and text[j] == "{":
+            content, end = _braced(text, j)
+            if content is not None:
+                out.append(content.strip())
+                i = end
+                continue
+        elif j < len(text) and m.group(0) == "\\boxed":   # `\boxed 5` (no braces)
+            tok = re.match(r"[^\s$.,;]+", text[j:])
+            if tok:
+                out.append(tok.group(0))
+                i = j + tok.end()
+                continue
+        i = m.end()
+
+
+def _braced(text: str, start: int) -> tuple[str | None, int]:
+    """The content of the brace group opening at text[start] and the index after it."""
+    depth = 0
+    for k in range(start, len(text)):
+        c = text[k]
+        if c == "\\" and k + 1 < len(text) and text[k + 1] in "{}":
+            continue
+        if c == "{" and (k == 0 or text[k - 1] != "\\"):
+            depth += 1
+        elif c == "}" and (k == 0 or text[k - 1] != "\\"):
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:k], k + 1
+    return None, len(text)
+
+
+def last_boxed(text: str) -> str | None:
+    """The last boxed value, or None."""
+    found = all_boxed(text)
+    return found[-1] if found else None
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def answer_tag(text: str) -> list[str]:
+    """Contents of every `<answer>...</answer>` block, stripped."""
+    return [m.strip() for m in _ANSWER_TAG.findall(text)]
