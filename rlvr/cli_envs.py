@@ -1,0 +1,48 @@
+"""`rlvr envs list` and `rlvr envs show NAME`."""
+from __future__ import annotations
+
+import json
+
+from .cli import EXIT_OK, UsageError, parse_kv
+from .registry import UnknownEnvError, env_info, list_envs, load_env
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("envs", help="list registered environments or show one")
+    envs_sub = p.add_subparsers(dest="envs_command", metavar="ACTION", required=True)
+    envs_sub.add_parser("list", help="names of every registered environment").set_defaults(
+        func=cmd_list)
+    show = envs_sub.add_parser("show", help="an environment's rewards, a sample prompt and gold")
+    show.add_argument("name")
+    show.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                      help="keyword argument for the environment factory (repeatable)")
+    show.add_argument("--split", default=None, help="split to sample from (default: the first)")
+    show.set_defaults(func=cmd_show)
+
+
+def cmd_list(args) -> int:
+    for name in list_envs():
+        doc = env_info(name)["doc"].splitlines()
+        print(f"{name:24s} {doc[0] if doc else ''}")
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    try:
+        env = load_env(args.name, **parse_kv(args.env_arg))
+    except UnknownEnvError as exc:
+        raise UsageError(str(exc)) from None
+    info = env.describe()
+    task = env.sample(1, split=args.split or env.source.splits[0])[0]
+    print(json.dumps(info, indent=2))
+    print(f"\nsignature: {args.name}{env_info(args.name)['signature']}")
+    print(f"\nsample task id: {task.id}")
+    print("prompt:")
+    if isinstance(task.prompt, list):
+        for msg in task.prompt:
+            print(f"  [{msg['role']}] {msg['content']}")
+    else:
+        print(f"  {task.prompt}")
+    print(f"gold answer: {task.answer!r}")
+    print(f"gold completion: {env.gold(task)!r}")
+    return EXIT_OK

@@ -1,0 +1,407 @@
+"""Offline scoring: `rlvr score --env NAME INPUT -o OUTPUT`.
+
+A file of (task, completion) rows -> one output row per input row, through the same Reward
+objects and worker pool the trainer uses. Properties that matter on a million rows:
+
+- **streams**: rows are read, scored and written in blocks, so memory stays flat;
+- **parallel and cheap on IPC**: workers get raw lines in chunks and return finished JSON lines;
+- **resumable**: output rows are written in input order and carry their input `line`; a rerun
+  after a kill truncates a half-written last line and continues after the last finished line;
+- **nothing lost**: a malformed row becomes an error row with its line number, a hung row a
+  timeout row; neither stops the run.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import sys
+from array import array
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import __version__
+from .core import ERROR, INFRA_ERROR, STATUSES, TIMEOUT, Completion, Verdict
+from .pool import Factory, WorkerPool
+
+__all__ = ["ScoreConfig", "ScoreSummary", "score_file", "add_parser"]
+
+
+@dataclass
+class ScoreConfig:
+    """Everything `rlvr score` needs; saved beside the output as OUTPUT.meta.json."""
+    env: str
+    """Registered environment name (`rlvr envs list`)."""
+    input: str
+    """JSONL file, Parquet file, a directory saved by `datasets`, or a Hugging Face dataset id."""
+    output: str
+    """JSONL file to write (appended to when resuming)."""
+    env_args: dict = field(default_factory=dict)
+    """Keyword arguments for the environment factory."""
+    id_field: str = "id"
+    completion_field: str = "completion"
+    answer_field: str = "answer"
+    """Gold answer field; rows without it are looked up by task id in the environment."""
+    split: str = "train"
+    """Split to read when the input is a `datasets` dataset."""
+    workers: int = 2
+    """Worker processes (0 = score in this process, without deadlines: for debugging)."""
+    deadline_s: float = 10.0
+    """Hard wall-clock limit per row; past it the row is a `timeout` and its worker is replaced."""
+    block_rows: int = 4096
+    """Rows read and scored per block (memory is proportional to this, not to the input)."""
+    resume: bool = True
+    """Continue a previous run's output instead of refusing to touch it."""
+    progress: bool = True
+
+
+@dataclass
+class ScoreSummary:
+    rows: int = 0
+    resumed_rows: int = 0
+    by_status: Counter = field(default_factory=Counter)
+    score_sum: float = 0.0
+    scored: int = 0
+    latencies: array = field(default_factory=lambda: array("d"))
+    slowest: list = field(default_factory=list)   # min-heap of (latency, line, id)
+
+    def add(self, status: str, score: float | None, latency: float, line: int, row_id) -> None:
+        self.rows += 1
+        self.by_status[status] += 1
+        if status not in (ERROR, INFRA_ERROR, TIMEOUT, "gold_unparseable") and score is not None:
+            self.score_sum += score
+            self.scored += 1
+        self.latencies.append(latency)
+        item = (latency, line, str(row_id))
+        if len(self.slowest) < 5:
+            heapq.heappush(self.slowest, item)
+        elif item > self.slowest[0]:
+            heapq.heapreplace(self.slowest, item)
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.score_sum / self.scored if self.scored else None
+
+    @property
+    def error_rows(self) -> int:
+        return self.by_status[ERROR] + self.by_status[INFRA_ERROR]
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies:
+            return 0.0
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "resumed_rows": self.resumed_rows,
+                "mean_score": self.mean_score, "scored_rows": self.scored,
+                "by_status": {s: self.by_status[s] for s in STATUSES if self.by_status[s]},
+                "latency_p50_s": self.percentile(0.5), "latency_p99_s": self.percentile(0.99),
+                "slowest": [{"line": ln, "id": i, "latency_s": lat}
+                            for lat, ln, i in sorted(self.slowest, reverse=True)]}
+
+    def render(self) -> str:
+        d = self.to_dict()
+        mean = "n/a" if d["mean_score"] is None else f"{d['mean_score']:.4f}"
+        lines = [f"rows: {d['rows']} ({d['resumed_rows']} from an earlier run)",
+                 f"mean score: {mean} over {d['scored_rows']} scored rows",
+                 "status: " + ", ".join(f"{k}={v}" for k, v in d["by_status"].items()),
+                 f"latency p50: {d['latency_p50_s'] * 1e3:.2f} ms, "
+                 f"p99: {d['latency_p99_s'] * 1e3:.2f} ms",
+                 "slowest: " + ", ".join(f"line {s['line']} ({s['latency_s'] * 1e3:.1f} ms)"
+                                         for s in d["slowest"])]
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- reading
+
+def _jsonl_rows(path: Path, start_after: int) -> Iterator[tuple[int, Any]]:
+    """(line number, raw text) for every non-blank line after `start_after`."""
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for n, raw in enumerate(f, start=1):
+            if n > start_after and raw.strip():
+                yield n, raw
+
+
+def _table_rows(path: Path, start_after: int) -> Iterator[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+    n = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+        if n + batch.num_rows <= start_after:
+            n += batch.num_rows
+            continue
+        for row in batch.to_pylist():
+            n += 1
+            if n > start_after:
+                yield n, row
+
+
+def _dataset_rows(source: str, split: str, start_after: int) -> Iterator[tuple[int, Any]]:
+    import datasets
+    if Path(source).is_dir():
+        ds = datasets.load_from_disk(source)
+        if isinstance(ds, datasets.DatasetDict):
+            ds = ds[split]
+    else:  # a hub id (the real path); streamed so memory stays flat
+        ds = datasets.load_dataset(source, split=split, streaming=True)
+    for n, row in enumerate(ds, start=1):
+        if n > start_after:
+            yield n, row
+
+
+def read_rows(cfg: ScoreConfig, start_after: int = 0) -> Iterator[tuple[int, Any]]:
+    path = Path(cfg.input)
+    if path.is_file():
+        if path.suffix in (".parquet", ".pq"):
+            return _table_rows(path, start_after)
+        return _jsonl_rows(path, start_after)
+    return _dataset_rows(cfg.input, cfg.split, start_after)
+
+
+def count_rows(cfg: ScoreConfig) -> int | None:
+    path = Path(cfg.input)
+    if path.is_file() and path.suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+        return pq.ParquetFile(path).metadata.num_rows
+    if path.is_file():
+        with open(path, "rb") as f:
+            return sum(1 for raw in f if raw.strip())
+    return None
+
+
+# --------------------------------------------------------------------------- scoring one row
+
+@dataclass(frozen=True)
+class _RowSpec:
+    id_field: str
+    completion_field: str
+    answer_field: str
+    versions: dict
+
+
+def _score_row(ctx, item) -> tuple:
+    """In a worker: raw row -> (output JSON line, status, score, latency, id). Never raises."""
+    env, spec = ctx
+    line, raw = item
+    row, problem = _decode(raw, spec, line)
+    if problem:
+        verdict = Verdict(0.0, ERROR, reason=problem)
+    else:
+        task = completion = None
+        try:
+            task = env.task_from_row(row, spec.id_field, spec.answer_field)
+            completion = Completion(row[spec.completion_field],
+                                    finish_reason=row.get("finish_reason") or "stop")
+        except (KeyError, TypeError, ValueError) as exc:
+            verdict = Verdict(0.0, ERROR, reason=f"line {line}: {exc}")
+        else:
+            verdict = env.reward.score(task, completion)
+    return _finish(row, line, verdict, spec)
+
+
+def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
+    """Parse and validate one input row; a problem is returned as a message, never raised."""
+    if isinstance(raw, str):
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return {"raw": raw.strip()[:2000]}, f"line {line}: bad JSON ({exc.msg} at column {exc.colno})"
+    else:
+        row = raw
+    if not isinstance(row, dict):
+        return {"raw": row}, f"line {line}: expected a JSON object, got {type(row).__name__}"
+    if spec.completion_field not in row:
+        return row, f"line {line}: missing field {spec.completion_field!r}"
+    if not isinstance(row[spec.completion_field], str):
+        return row, (f"line {line}: field {spec.completion_field!r} must be a string, got "
+                     f"{type(row[spec.completion_field]).__name__}")
+    if row.get(spec.answer_field) is None and row.get(spec.id_field) is None:
+        return row, (f"line {line}: row needs the gold answer {spec.answer_field!r} or a task "
+                     f"id {spec.id_field!r}")
+    return row, ""
+
+
+def _finish(row: dict, line: int, verdict: Verdict, spec: _RowSpec) -> tuple:
+    out = dict(row)
+    out.update(line=line, score=verdict.score, status=verdict.status, extracted=verdict.extracted,
+               reason=verdict.reason, latency_s=round(verdict.latency_s, 6),
+               components=verdict.components,
+               versions={**spec.versions, "verifier": verdict.version})
+    text = json.dumps(out, ensure_ascii=False, default=str)
+    return text, verdict.status, verdict.score, verdict.latency_s, row.get(spec.id_field)
+
+
+def _build_context(env_name: str, env_args: dict, module: str | None, spec: _RowSpec):
+    from .registry import env_reward
+    return env_reward(env_name, env_args, module), spec
+
+
+# --------------------------------------------------------------------------- the run
+
+def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary:
+    """Score `cfg.input` into `cfg.output`; returns the summary (also of resumed rows)."""
+    from .registry import _entry, load_env
+    env = load_env(cfg.env, **cfg.env_args)   # contract-checked once, in this process
+    spec = _RowSpec(cfg.id_field, cfg.completion_field, cfg.answer_field,
+                    {"rlvr": __version__, "env": f"{env.name}@{env.version}"})
+    context = Factory(_build_context, {"env_name": cfg.env, "env_args": cfg.env_args,
+                                       "module": _entry(cfg.env).module, "spec": spec})
+    out_path = Path(cfg.output)
+    summary = ScoreSummary()
+    done_line = _prepare_output(cfg, out_path, summary)
+    total = count_rows(cfg)
+    own_pool = pool is None and cfg.workers > 0
+    pool = WorkerPool(cfg.workers) if own_pool else pool
+    bar = _progress(cfg, total, summary.rows)
+    try:
+        with open(out_path, "a", encoding="utf-8") as out:
+            for block in _blocks(read_rows(cfg, done_line), cfg.block_rows):
+                results = _score_block(block, pool, context, env, spec, cfg.deadline_s)
+                for (line, _), (text, status, score, latency, row_id) in zip(block, results):
+                    out.write(text + "\n")
+                    summary.add(status, score, latency, line, row_id)
+                out.flush()
+                if bar:
+                    bar.update(len(block))
+    finally:
+        if bar:
+            bar.close()
+        if own_pool:
+            pool.close()
+    return summary
+
+
+def _blocks(rows: Iterator, size: int) -> Iterator[list]:
+    block = []
+    for item in rows:
+        block.append(item)
+        if len(block) >= size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _score_block(block, pool, context, env, spec, deadline_s) -> list[tuple]:
+    """Score one block in the pool; a row that timed out or killed its worker still gets a row."""
+    if pool is None:
+        return [_score_row((env, spec), item) for item in block]
+    outcomes = pool.map(_score_row, block, deadline_s=deadline_s, context=context)
+    results = []
+    for (line, raw), o in zip(block, outcomes):
+        if o.status == "ok":
+            results.append(o.value)
+            continue
+        status = {"timeout": TIMEOUT, "infra_error": INFRA_ERROR}.get(o.status, ERROR)
+        verdict = Verdict(0.0, status, reason=f"line {line}: {o.error}", latency_s=o.latency_s)
+        row, _ = _decode(raw, spec, line)
+        results.append(_finish(row, line, verdict, spec))
+    return results
+
+
+def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary) -> int:
+    """Check the output belongs to this run; return the last input line already scored.
+
+    A half-written last line (the process was killed mid-write) is cut off; the finished rows
+    are folded into `summary` so the final report covers the whole file.
+    """
+    meta_path = out_path.with_name(out_path.name + ".meta.json")
+    meta = {"config": {k: v for k, v in asdict(cfg).items()
+                       if k not in ("workers", "progress", "resume", "block_rows")},
+            "rlvr_version": __version__}
+    if out_path.exists() and out_path.stat().st_size > 0:
+        if not cfg.resume:
+            raise FileExistsError(f"{out_path} exists; rerun with resume to continue it or "
+                                  "remove it")
+        if meta_path.exists():
+            old = json.loads(meta_path.read_text())
+            if old.get("config") != meta["config"]:
+                raise ValueError(f"{out_path} was written by a different run "
+                                 f"({meta_path}); pick another output path or remove it")
+        last = _fold_existing(out_path, summary)
+        summary.resumed_rows = summary.rows
+        return last
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text("")
+    meta_path.write_text(json.dumps(meta, indent=2, default=str))
+    return 0
+
+
+def _fold_existing(out_path: Path, summary: ScoreSummary) -> int:
+    last_line, good_bytes = 0, 0
+    with open(out_path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break                      # torn write: drop it, the row is redone
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+            last_line = row["line"]
+            summary.add(row["status"], row.get("score"), row.get("latency_s", 0.0),
+                        last_line, row.get("id"))
+    if good_bytes != out_path.stat().st_size:
+        with open(out_path, "r+b") as f:
+            f.truncate(good_bytes)
+    return last_line
+
+
+def _progress(cfg: ScoreConfig, total: int | None, initial: int):
+    if not cfg.progress:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, unit="row", desc=f"scoring {cfg.env}",
+                file=sys.stderr, dynamic_ncols=True)
+
+
+# --------------------------------------------------------------------------- CLI
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("score", help="score a file of completions with an environment's rewards",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("input", help="JSONL, Parquet, a saved `datasets` directory, or a hub dataset id")
+    p.add_argument("-o", "--output", required=True, help="output JSONL (resumed if it exists)")
+    p.add_argument("--env", required=True, help="environment name (see `rlvr envs list`)")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument for the environment factory (repeatable)")
+    p.add_argument("--id-field", default="id")
+    p.add_argument("--completion-field", default="completion")
+    p.add_argument("--answer-field", default="answer")
+    p.add_argument("--split", default="train", help="split of a `datasets` input")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="worker processes (0: in this process, no deadlines)")
+    p.add_argument("--deadline", type=float, default=10.0, help="seconds allowed per row")
+    p.add_argument("--block-rows", type=int, default=4096)
+    p.add_argument("--no-resume", action="store_true",
+                   help="refuse to continue an existing output file")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--summary-json", help="also write the summary to this JSON file")
+    p.set_defaults(func=cmd_score)
+
+
+def cmd_score(args) -> int:
+    from .cli import EXIT_OK, EXIT_ROW_ERRORS, UsageError, parse_kv
+    from .registry import EnvContractError, UnknownEnvError
+    if args.workers < 0 or args.deadline <= 0 or args.block_rows < 1:
+        raise UsageError("--workers must be >= 0, --deadline > 0 and --block-rows >= 1")
+    path = Path(args.input)
+    if not path.exists() and ("/" not in args.input or args.input.startswith((".", "/"))):
+        raise UsageError(f"input {args.input!r} does not exist")
+    cfg = ScoreConfig(env=args.env, input=args.input, output=args.output,
+                      env_args=parse_kv(args.env_arg), id_field=args.id_field,
+                      completion_field=args.completion_field, answer_field=args.answer_field,
+                      split=args.split, workers=args.workers, deadline_s=args.deadline,
+                      block_rows=args.block_rows, resume=not args.no_resume,
+                      progress=not args.no_progress)
+    try:
+        summary = score_file(cfg)
+    except (UnknownEnvError, EnvContractError, FileExistsError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    print(summary.render())
+    print(f"output: {cfg.output}")
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary.to_dict(), indent=2))
+    return EXIT_ROW_ERRORS if summary.error_rows else EXIT_OK
