@@ -1,0 +1,364 @@
+"""The math of every algorithm, as small pure functions on tensors.
+
+Each function is one equation from ../shared/seed-note.txt (or the paper it cites); the trainer
+calls them in order, and tests/test_algorithms.py checks each against numbers derived by hand.
+
+Shapes: `B` completions, `T` response tokens (padded); `mask` is a bool [B, T] marking real
+response tokens. Rewards arranged by prompt are [P, G] (P prompts, G completions each).
+Advantage functions take a `valid` mask so that samples whose verdict failed (timeout, error...)
+are left out of baselines; their advantage is 0, so they carry no gradient.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "masked_mean", "group_mean_std", "reinforce_advantages", "rloo_advantages",
+    "grpo_advantages", "MovingAverageBaseline", "kl_k1", "kl_k2", "kl_k3", "kl_estimate",
+    "kl_shaped_token_rewards", "returns_to_go", "gae", "clipped_surrogate",
+    "gspo_sequence_log_ratio", "policy_objective", "POLICY_LOSSES", "aggregate_loss", "LOSS_AGGREGATIONS", "value_loss",
+    "explained_variance", "entropy_from_logits", "AdaptiveKLController", "FixedKLController",
+    "overlong_penalty", "groups_with_signal", "pass_at_k",
+]
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
+    """Mean of `x` over the positions where `mask` is true (0 when there are none)."""
+    mask = mask.to(x.dtype)
+    if dim is None:
+        return (x * mask).sum() / mask.sum().clamp_min(1.0)
+    return (x * mask).sum(dim) / mask.sum(dim).clamp_min(1.0)
+
+
+def group_mean_std(rewards: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-prompt mean and unbiased std of the valid rewards in each row of a [P, G] grid.
+
+    Unbiased (n-1) std, as in TRL's GRPOTrainer, so the two report the same advantages. A row
+    with fewer than two valid rewards has std 0.
+    """
+    v = valid.to(rewards.dtype)
+    n = v.sum(-1)
+    mean = (rewards * v).sum(-1) / n.clamp_min(1.0)
+    var = (((rewards - mean[:, None]) ** 2) * v).sum(-1) / (n - 1).clamp_min(1.0)
+    return mean, var.sqrt()
+
+
+def reinforce_advantages(rewards: torch.Tensor, valid: torch.Tensor,
+                         baseline: float | None = None) -> torch.Tensor:
+    """REINFORCE: A_i = r_i - b, with b the batch mean of valid rewards unless given
+    (e.g. a moving average). Shape-agnostic."""
+    if baseline is None:
+        baseline = masked_mean(rewards, valid)
+    return torch.where(valid, rewards - baseline, torch.zeros_like(rewards))
+
+
+def rloo_advantages(rewards: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """RLOO on a [P, K] grid, one-pass form: A_i = K/(K-1) * (r_i - mean_j r_j).
+
+    Equal to r_i minus the mean of the other K-1 rewards (the leave-one-out baseline):
+    r_i - (S - r_i)/(K-1) = (K r_i - S)/(K-1) = K/(K-1) (r_i - S/K). K counts only valid samples
+    of the group; a group with fewer than two valid samples has no baseline, so advantage 0.
+    """
+    v = valid.to(rewards.dtype)
+    k = v.sum(-1, keepdim=True)
+    mean = (rewards * v).sum(-1, keepdim=True) / k.clamp_min(1.0)
+    adv = k / (k - 1).clamp_min(1.0) * (rewards - mean)
+    return torch.where(valid & (k >= 2), adv, torch.zeros_like(adv))
+
+
+def grpo_advantages(rewards: torch.Tensor, valid: torch.Tensor, scale: bool = True,
+                    eps: float = 1e-4) -> torch.Tensor:
+    """GRPO on a [P, G] grid: A_ij = (r_ij - mean_i) / (std_i + eps).
+
+    `scale=False` is Dr. GRPO: no division by the group std, which over-weights prompts that
+    are nearly all-right or all-wrong (seed note, "objective bias").
+    """
+    mean, std = group_mean_std(rewards, valid)
+    adv = rewards - mean[:, None]
+    if scale:
+        adv = adv / (std[:, None] + eps)
+    return torch.where(valid, adv, torch.zeros_like(adv))
+
+
+@dataclass
+class MovingAverageBaseline:
+    """REINFORCE's running-average baseline: b <- decay*b + (1-decay)*mean(batch rewards).
+
+    The baseline used for a batch is the value *before* that batch is folded in, so a sample
+    never baselines itself. Starts at the first batch's mean.
+    """
+    decay: float = 0.9
+    value: float | None = None
+
+    def __call__(self, batch_mean: float) -> float:
+        if self.value is None:
+            self.value = batch_mean
+        used = self.value
+        self.value = self.decay * self.value + (1.0 - self.decay) * batch_mean
+        return used
+
+    def state_dict(self) -> dict:
+        return {"decay": self.decay, "value": self.value}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.decay, self.value = state["decay"], state["value"]
+
+
+# --- KL estimators (John Schulman, "Approximating KL Divergence", 2020) ---------------------
+# With samples from the current policy pi and log w = log pi_ref - log pi (per token):
+#   k1 = -log w            unbiased for KL(pi || ref); single values can be negative; high variance
+#   k2 = (log w)^2 / 2     biased (tends to over-estimate as the policies part), always >= 0, low variance
+#   k3 = (w - 1) - log w   unbiased and always >= 0 (w - 1 >= log w), low variance when close
+def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    return logp - ref_logp
+
+
+def kl_k2(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    return 0.5 * (ref_logp - logp) ** 2
+
+
+def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    log_w = ref_logp - logp
+    return torch.expm1(log_w) - log_w
+
+
+_KL = {"k1": kl_k1, "k2": kl_k2, "k3": kl_k3}
+
+
+def kl_estimate(name: str, logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token KL estimate by estimator name (k1, k2 or k3)."""
+    if name not in _KL:
+        raise ValueError(f"unknown KL estimator {name!r}; expected one of {sorted(_KL)}")
+    return _KL[name](logp, ref_logp)
+
+
+# --- PPO: token rewards, returns, GAE --------------------------------------------------------
+def kl_shaped_token_rewards(outcome: torch.Tensor, kl: torch.Tensor, mask: torch.Tensor,
+                            beta: float) -> torch.Tensor:
+    """Per-token MDP rewards: -beta*kl_t on every response token, plus the outcome reward on
+    the last response token (the verifier only speaks once the completion is finished)."""
+    rewards = (-beta * kl).masked_fill(~mask, 0.0)
+    positions = torch.arange(mask.size(1), device=mask.device).expand_as(mask)
+    last = positions.masked_fill(~mask, -1).amax(-1)
+    rows = torch.arange(mask.size(0), device=mask.device)
+    has_tokens = last >= 0
+    rewards[rows[has_tokens], last[has_tokens]] += outcome[has_tokens].to(rewards.dtype)
+    return rewards
+
+
+def returns_to_go(rewards: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:
+    """Monte Carlo return G_t = sum_{k>=t} gamma^(k-t) r_k over each response (0 off-mask)."""
+    out = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(rewards.size(1))):
+        running = (rewards[:, t] + gamma * running).masked_fill(~mask[:, t], 0.0)
+        out[:, t] = running
+    return out
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0,
+        lam: float = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation (Schulman et al. 2016). Returns (advantages, returns).
+
+    delta_t = r_t + gamma V_{t+1} - V_t;  A_t = delta_t + gamma lam A_{t+1}, with V and A zero
+    past the response's end. lam=1 gives A_t = G_t - V_t (Monte Carlo); lam=0 gives delta_t.
+    Returns (A + V) are the critic's fixed targets.
+    """
+    adv = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[:, 0])
+    next_value = torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(rewards.size(1))):
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        running = (delta + gamma * lam * running).masked_fill(~mask[:, t], 0.0)
+        adv[:, t] = running
+        next_value = values[:, t].masked_fill(~mask[:, t], 0.0)
+    returns = (adv + values).masked_fill(~mask, 0.0)
+    return adv, returns
+
+
+# --- Policy objectives -----------------------------------------------------------------------
+def clipped_surrogate(log_ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float,
+                      eps_high: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """PPO's clipped objective per token: min(rho*A, clamp(rho, 1-eps_low, 1+eps_high)*A).
+
+    Returns (objective, clipped_low, clipped_high); the two bool tensors mark where the clamp
+    was the active branch (ratio below 1-eps_low with A<0, above 1+eps_high with A>0), which
+    is what the `clip_ratio/*` metrics count. `eps_high > eps_low` is DAPO's clip-higher.
+    """
+    ratio = torch.exp(log_ratio)
+    clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
+    objective = torch.minimum(ratio * advantages, clipped * advantages)
+    low = (ratio < 1.0 - eps_low) & (advantages < 0)
+    high = (ratio > 1.0 + eps_high) & (advantages > 0)
+    return objective, low, high
+
+
+def gspo_sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GSPO's sequence ratio, in log space: log s_i = (1/|y_i|) sum_t log rho_it, i.e. s_i is the
+    geometric mean of the token ratios. Returned broadcast over the tokens [B, T] so the
+    clipped surrogate can be applied per token with identical values along each sequence."""
+    seq = masked_mean(log_ratio, mask, dim=-1)
+    return seq[:, None].expand_as(log_ratio)
+
+
+POLICY_LOSSES = ("pg", "clip", "gspo")
+
+
+def policy_objective(kind: str, logp: torch.Tensor, old_logp: torch.Tensor,
+                     advantages: torch.Tensor, mask: torch.Tensor, eps_low: float = 0.2,
+                     eps_high: float = 0.2) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-token objective to maximise (the loss is its negative), with clip indicators.
+
+    - pg    A * log pi(y_t)                  REINFORCE / RLOO: the plain policy gradient, on-policy
+    - clip  min(rho_t A, clip(rho_t) A)       PPO / GRPO / DAPO: token ratio rho_t = pi/pi_old
+    - gspo  min(s A, clip(s) A) on each token GSPO: s = geometric mean of the sequence's rho_t
+    `advantages` is [B, T] (a completion-level advantage repeated over its tokens, or GAE's).
+    """
+    if kind == "pg":
+        none = torch.zeros_like(mask)
+        return logp * advantages, none, none
+    log_ratio = (logp - old_logp).masked_fill(~mask, 0.0)
+    if kind == "gspo":
+        log_ratio = gspo_sequence_log_ratio(log_ratio, mask)
+    elif kind != "clip":
+        raise ValueError(f"unknown policy loss {kind!r}; expected one of {POLICY_LOSSES}")
+    obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
+    return obj, low & mask, high & mask
+
+
+LOSS_AGGREGATIONS = ("seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm",
+                     "token_mean")
+
+
+def aggregate_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str, *,
+                   num_seqs: float | None = None, num_tokens: float | None = None,
+                   max_len: int | None = None) -> torch.Tensor:
+    """Reduce a per-token loss [B, T] to a scalar.
+
+    - seq_mean_token_mean      (1/N) sum_i (1/T_i) sum_t l_it     GRPO, GSPO, PPO: each response weighs equally
+    - seq_mean_token_sum       (1/N) sum_i sum_t l_it             REINFORCE/RLOO: the completion is one action
+    - seq_mean_token_sum_norm  (1/N) sum_i (1/L_max) sum_t l_it   Dr. GRPO: constant normaliser, no length bias
+    - token_mean               (1/sum_i T_i) sum_i sum_t l_it     DAPO: every token weighs equally
+
+    `num_seqs`/`num_tokens` default to this batch's counts; a caller splitting a batch into
+    micro-batches passes the whole batch's counts so the micro-batch losses sum to the full one.
+    Sequences with no masked token (left out, e.g. a failed verdict) count for nothing.
+    """
+    m = mask.to(per_token.dtype)
+    tok_sum = (per_token * m).sum(-1)
+    if num_seqs is None:
+        num_seqs = float(mask.any(-1).sum().clamp_min(1))
+    if mode == "seq_mean_token_mean":
+        return (tok_sum / m.sum(-1).clamp_min(1.0)).sum() / num_seqs
+    if mode == "seq_mean_token_sum":
+        return tok_sum.sum() / num_seqs
+    if mode == "seq_mean_token_sum_norm":
+        if not max_len:
+            raise ValueError("seq_mean_token_sum_norm needs max_len (max_completion_length)")
+        return tok_sum.sum() / (max_len * num_seqs)
+    if mode == "token_mean":
+        if num_tokens is None:
+            num_tokens = float(m.sum().clamp_min(1.0))
+        return tok_sum.sum() / num_tokens
+    raise ValueError(f"unknown loss aggregation {mode!r}; expected one of {LOSS_AGGREGATIONS}")
+
+
+def value_loss(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-token squared error (V_t - G_t)^2; aggregate it like the policy loss."""
+    return (values - returns) ** 2 * mask
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+    """1 - Var[G - V] / Var[G] over response tokens: 1 is a perfect critic, <= 0 a useless one."""
+    g, v = returns[mask], values[mask]
+    var_g = g.var(unbiased=False)
+    if g.numel() < 2 or var_g == 0:
+        return float("nan")
+    return float(1.0 - (g - v).var(unbiased=False) / var_g)
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of the softmax at each position: H = logsumexp(z) - sum_v p_v z_v."""
+    p = torch.softmax(logits, dim=-1)
+    return torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)
+
+
+# --- KL coefficient ----------------------------------------------------------------------------
+@dataclass
+class FixedKLController:
+    """beta stays where the config put it."""
+    beta: float
+
+    def update(self, observed_kl: float, n_steps: int = 1) -> float:
+        return self.beta
+
+    def state_dict(self) -> dict:
+        return {"beta": self.beta}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.beta = state["beta"]
+
+
+@dataclass
+class AdaptiveKLController:
+    """Proportional controller of Ziegler et al. (2019), "Fine-Tuning LMs from Human Preferences":
+
+        e = clip(KL_observed / KL_target - 1, -0.2, 0.2);   beta <- beta * (1 + e * n_steps / horizon)
+
+    KL above the target raises beta (a stronger pull to the reference), below lowers it. The
+    clip bounds how fast beta moves after one bad batch.
+    """
+    beta: float
+    target: float
+    horizon: float = 10000.0
+
+    def update(self, observed_kl: float, n_steps: int = 1) -> float:
+        if not math.isfinite(observed_kl):
+            return self.beta
+        error = min(max(observed_kl / self.target - 1.0, -0.2), 0.2)
+        self.beta *= 1.0 + error * n_steps / self.horizon
+        return self.beta
+
+    def state_dict(self) -> dict:
+        return {"beta": self.beta, "target": self.target, "horizon": self.horizon}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.beta, self.target, self.horizon = state["beta"], state["target"], state["horizon"]
+
+
+# --- DAPO pieces -------------------------------------------------------------------------------
+def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int,
+                     factor: float = 1.0) -> torch.Tensor:
+    """DAPO's soft overlong punishment, added to the reward:
+
+        0                                   if L <= L_max - L_buf
+        ((L_max - L_buf) - L) / L_buf       if L_max - L_buf < L <= L_max   (ramps 0 -> -1)
+        -1                                  if L > L_max
+    times `factor`. It tells the policy "too long" gently instead of zeroing truncated answers.
+    """
+    if buffer <= 0 or buffer > max_len:
+        raise ValueError(f"overlong buffer must be in (0, max_len={max_len}], got {buffer}")
+    lengths = lengths.to(torch.float32)
+    soft = ((max_len - buffer) - lengths) / buffer
+    out = torch.where(lengths <= max_len - buffer, torch.zeros_like(lengths), soft)
+    out = torch.where(lengths > max_len, torch.full_like(lengths, -1.0), out)
+    return factor * out
+
+
+def groups_with_signal(rewards: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Bool [P]: prompts whose valid rewards are not all equal (DAPO's dynamic sampling keeps
+    only these: a zero-variance group has zero advantage and teaches nothing)."""
+    _, std = group_mean_std(rewards, valid)
+    return std > 0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct (Chen et al. 2021): 1 - C(n-c,k)/C(n,k)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
