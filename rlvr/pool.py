@@ -345,6 +345,7 @@ class WorkerPool:
     def _worker_died(self, w, pending, done, results) -> list[int]:
         """The worker exited mid-job: the item it was on is an error; the rest are redone."""
         idx = int(w.progress[0])
+        w.proc.join(timeout=1.0)          # EOF can arrive before the exit is reaped
         code = w.proc.exitcode
         self._replace(w)
         if idx == int(_STARTING):   # never picked the job up: the pool itself is broken

@@ -52,8 +52,12 @@ class PooledReward(BaseReward):
         if len(tasks) != len(completions):
             raise ValueError(f"{len(tasks)} tasks but {len(completions)} completions")
         pairs = [(t, as_completion(c)) for t, c in zip(tasks, completions)]
-        outcomes = self.pool.map(_score_pair, pairs, deadline_s=self.deadline_s,
-                                 context=self.factory)
+        try:
+            outcomes = self.pool.map(_score_pair, pairs, deadline_s=self.deadline_s,
+                                     context=self.factory)
+        except (RuntimeError, OSError) as exc:   # no pool to run on: the service is down
+            reason = f"worker pool unavailable: {type(exc).__name__}: {exc}"
+            return [Verdict(0.0, INFRA_ERROR, reason=reason) for _ in pairs]
         return [outcome_to_verdict(o, self.deadline_s) for o in outcomes]
 
 

@@ -4,7 +4,8 @@ Third-party packages add environments without editing rlvr through the `rlvr.env
 group: each entry point names a module that registers on import, or a factory registered under
 the entry point's name.
 
-Loading runs the contract check (`check_env`): gold answers score 1.0, junk scores 0.0, and every
+Loading runs the contract check (`check_env`): gold answers score 1.0 on every weighted reward,
+junk scores 0.0 in total, and every
 task field a reward declares exists in the tasks -- with errors that say what to fix.
 """
 from __future__ import annotations
@@ -148,6 +149,7 @@ def check_env(env, n: int = 4) -> None:
     if not tasks:
         raise EnvContractError(f"environment {env.name!r}: its task source yielded no tasks")
     problems = []
+    weighted = {r.name for r, w in env.rewards if w != 0.0}
     for task in tasks:
         if not isinstance(task, Task):
             raise EnvContractError(f"environment {env.name!r} yielded {type(task).__name__}, "
@@ -159,10 +161,13 @@ def check_env(env, n: int = 4) -> None:
                             "the task's metadata or rename the reward's parameters")
             continue
         gold = env.reward.score(task, env.gold(task))
-        if gold.score != 1.0 or gold.failed:
-            problems.append(f"gold completion for task {task.id!r} scored {gold.score} "
-                            f"(status {gold.status}: {gold.reason or 'no reason'}); the gold "
-                            "answer must score 1.0 -- check the env's `gold` and its rewards")
+        short = {name: s for name, s in gold.components.items()
+                 if name in weighted and s != 1.0}
+        if short or gold.failed:
+            problems.append(f"gold completion for task {task.id!r} scored {short or gold.score} "
+                            f"(status {gold.status}: {gold.reason or 'no reason'}); each "
+                            "weighted reward must give the gold answer 1.0 -- check the env's "
+                            "`gold` and its rewards")
         for junk in JUNK:
             v = env.reward.score(task, junk)
             if v.score != 0.0 or v.status in FAILED_STATUSES:

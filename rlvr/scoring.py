@@ -179,6 +179,7 @@ class _RowSpec:
     completion_field: str
     answer_field: str
     versions: dict
+    verifier: str
 
 
 def _score_row(ctx, item) -> tuple:
@@ -195,7 +196,8 @@ def _score_row(ctx, item) -> tuple:
             completion = Completion(row[spec.completion_field],
                                     finish_reason=row.get("finish_reason") or "stop")
         except (KeyError, TypeError, ValueError) as exc:
-            verdict = Verdict(0.0, ERROR, reason=f"line {line}: {exc}")
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            verdict = Verdict(0.0, ERROR, reason=f"line {line}: {message}")
         else:
             verdict = env.reward.score(task, completion)
     return _finish(row, line, verdict, spec)
@@ -228,7 +230,7 @@ def _finish(row: dict, line: int, verdict: Verdict, spec: _RowSpec) -> tuple:
     out.update(line=line, score=verdict.score, status=verdict.status, extracted=verdict.extracted,
                reason=verdict.reason, latency_s=round(verdict.latency_s, 6),
                components=verdict.components,
-               versions={**spec.versions, "verifier": verdict.version})
+               versions={**spec.versions, "verifier": verdict.version or spec.verifier})
     text = json.dumps(out, ensure_ascii=False, default=str)
     return text, verdict.status, verdict.score, verdict.latency_s, row.get(spec.id_field)
 
@@ -245,7 +247,7 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
     from .registry import _entry, load_env
     env = load_env(cfg.env, **cfg.env_args)   # contract-checked once, in this process
     spec = _RowSpec(cfg.id_field, cfg.completion_field, cfg.answer_field,
-                    {"rlvr": __version__, "env": f"{env.name}@{env.version}"})
+                    {"rlvr": __version__, "env": f"{env.name}@{env.version}"}, env.reward.version)
     context = Factory(_build_context, {"env_name": cfg.env, "env_args": cfg.env_args,
                                        "module": _entry(cfg.env).module, "spec": spec})
     out_path = Path(cfg.output)

@@ -87,7 +87,7 @@ class ThinkParser:
 
 
 def _strip_tags(s: str, open_: str, close: str) -> str:
-    return s.replace(open_, "").replace(close, "").strip()
+    return s.replace(open_, "\n").replace(close, "\n").strip()
 
 
 _default = ThinkParser()

@@ -1,0 +1,71 @@
+"""The think/answer parser on a fixture table, and the format rewards built on it."""
+import pytest
+
+from rlvr import Task
+from rlvr.verifiers import AnswerTag, BoxedPresent, ThinkFormat, ThinkParser, all_boxed
+
+# text, think, answer, think_closed, well_formed
+CASES = [
+    ("plain", "<think>2+2 is 4</think> The answer is 4.", "2+2 is 4", "The answer is 4.", True, True),
+    ("multi-line", "<think>line one\nline two\n</think>\n\nFinal: 7\n", "line one\nline two",
+     "Final: 7", True, True),
+    ("prefilled (inferred)", "I add them.</think> 4", "I add them.", "4", True, True),
+    ("no think block", "The answer is 4.", None, "The answer is 4.", False, False),
+    ("unclosed (truncated)", "<think>still thinking about 4", "still thinking about 4", "", False, False),
+    ("repeated blocks", "<think>a</think><think>b 5</think> 6", "a b 5", "6", True, False),
+    ("nested tags", "<think>a <think>b</think> c</think> 9", "a b c", "9", True, False),
+    ("empty think", "<think></think> 3", "", "3", True, True),
+    ("nothing after think", "<think>x</think>   ", "x", "", True, False),
+    ("text before think", "Sure! <think>x</think> 3", "x", "3", True, False),
+    ("reopened after close", "<think>x</think> 3 <think>more", "x", "3", True, False),
+]
+
+
+@pytest.mark.parametrize("name,text,think,answer,closed,well_formed", CASES, ids=[c[0] for c in CASES])
+def test_parser_fixture_table(name, text, think, answer, closed, well_formed):
+    p = ThinkParser().parse(text)
+    if think is None:
+        assert p.think is None and not p.think_present
+    else:
+        assert " ".join(p.think.split()) == " ".join(think.split())
+    assert p.answer == answer
+    assert p.think_closed is closed
+    assert p.well_formed is well_formed
+
+
+def test_explicit_prefill_treats_start_as_thinking():
+    p = ThinkParser(prefilled=True).parse("reasoning with 12 inside</think> 5")
+    assert p.prefilled and p.think == "reasoning with 12 inside" and p.answer == "5"
+    assert ThinkParser(prefilled=True).parse("no close yet 12").answer == ""
+
+
+def test_answer_never_read_from_think():
+    p = ThinkParser().parse(r"<think>\boxed{3}</think> \boxed{4}")
+    assert all_boxed(p.answer) == ["4"]
+
+
+def test_boxed_nested_braces_and_fbox():
+    assert all_boxed(r"\boxed{\frac{1}{2}} and \fbox{x^{2}} and \boxed 7") == [r"\frac{1}{2}", "x^{2}", "7"]
+    assert all_boxed(r"\boxed{unclosed") == []
+
+
+FORMAT = [
+    (ThinkFormat(), "<think>ok</think> 4", 1.0, ""),
+    (ThinkFormat(), "4", 0.0, "no think block"),
+    (ThinkFormat(), "<think>ok", 0.0, "think block never closed"),
+    (ThinkFormat(), "<think>a</think><think>b</think> 4", 0.0, "2 opening and 2 closing think tags, wanted one block"),
+    (ThinkFormat(), "<think>a</think>", 0.0, "nothing after the think block"),
+    (AnswerTag(), "<think>x</think><answer>4</answer>", 1.0, ""),
+    (AnswerTag(), "<answer>4</answer><think>x", 0.0, "no <answer> block"),  # unclosed think: no answer
+    (AnswerTag(), "<think><answer>4</answer></think> 4", 0.0, "no <answer> block"),
+    (AnswerTag(), "<answer>3</answer><answer>4</answer>", 0.0, "2 <answer> blocks, wanted 1"),
+    (AnswerTag(), "<answer> </answer>", 0.0, "empty <answer> block"),
+    (BoxedPresent(), r"so \boxed{4}", 1.0, ""),
+    (BoxedPresent(), r"<think>\boxed{4}</think> four", 0.0, "no \\boxed{} in the answer"),
+]
+
+
+@pytest.mark.parametrize("rew,text,score,reason", FORMAT)
+def test_format_rewards(rew, text, score, reason):
+    v = rew.score(Task("t"), text)
+    assert (v.score, v.status, v.reason) == (score, "ok", reason)

@@ -1,0 +1,121 @@
+"""The worker pool: hard deadlines from any thread, asyncio and nested workers."""
+import asyncio
+import threading
+import time
+
+import pytest
+
+from rlvr import PooledReward, Task
+from rlvr.pool import Factory, WorkerPool
+from rewards_for_tests import KillsWorker, Raises, Sleepy
+
+DEADLINE = 1.0
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(2) as p:
+        p.map("rewards_for_tests:sleep_forever_or_echo", ["warm", "up"], deadline_s=30)
+        yield p
+
+
+def test_results_come_back_in_order_with_context(pool):
+    out = pool.map("rewards_for_tests:sleep_forever_or_echo", list(range(50)), deadline_s=5,
+                   context=Factory.of("ctx"))
+    assert [o.value for o in out] == [("ctx", i) for i in range(50)]
+
+
+def test_hung_call_times_out_within_deadline_and_pool_keeps_serving(pool):
+    results = {}
+
+    def hang():
+        t0 = time.monotonic()
+        results["hang"] = pool.call("rewards_for_tests:sleep_forever_or_echo", "hang",
+                                    deadline_s=DEADLINE)
+        results["hang_s"] = time.monotonic() - t0
+
+    t = threading.Thread(target=hang)
+    t.start()
+    time.sleep(0.2)                       # the hang occupies one worker...
+    t0 = time.monotonic()
+    quick = pool.map("rewards_for_tests:sleep_forever_or_echo", ["a", "b", "c"], deadline_s=5)
+    quick_s = time.monotonic() - t0
+    t.join()
+    assert [o.value[1] for o in quick] == ["a", "b", "c"]
+    assert quick_s < DEADLINE             # ...while the other keeps serving
+    assert results["hang"].status == "timeout"
+    assert results["hang_s"] < DEADLINE + 1.0
+    # the killed worker was replaced: both workers serve again
+    after = pool.map("rewards_for_tests:sleep_forever_or_echo", list(range(8)), deadline_s=5)
+    assert all(o.status == "ok" for o in after)
+
+
+def test_timeout_in_the_middle_of_a_chunk_keeps_neighbours(pool):
+    items = ["a", "hang", "b", "c"]
+    out = pool.map("rewards_for_tests:sleep_forever_or_echo", items, deadline_s=DEADLINE)
+    assert [o.status for o in out] == ["ok", "timeout", "ok", "ok"]
+    assert [o.value[1] for o in out if o.status == "ok"] == ["a", "b", "c"]
+
+
+def test_from_asyncio_without_blocking_the_loop(pool):
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        tick_task = asyncio.create_task(ticker())
+        t0 = time.monotonic()
+        out = await pool.amap("rewards_for_tests:sleep_forever_or_echo", ["x", "hang"],
+                              deadline_s=DEADLINE)
+        elapsed = time.monotonic() - t0
+        tick_task.cancel()
+        return out, elapsed, ticks
+
+    out, elapsed, ticks = asyncio.run(main())
+    assert [o.status for o in out] == ["ok", "timeout"]
+    assert elapsed < DEADLINE + 1.0
+    assert ticks >= 5                     # the event loop kept running while we waited
+
+
+def test_nested_pool_inside_a_worker(pool):
+    out = pool.call("rewards_for_tests:nested_pool_call", "inner", deadline_s=30)
+    assert out.status == "ok", out.error
+    assert out.value == [("ok", (None, "inner")), ("timeout", None)]
+
+
+def test_pooled_reward_statuses(pool):
+    task = Task("t")
+    sleepy = PooledReward(Sleepy(), deadline_s=DEADLINE, pool=pool)
+    t0 = time.monotonic()
+    verdicts = sleepy.score_batch([task] * 3, ["fine", "hang", "also fine"])
+    assert time.monotonic() - t0 < DEADLINE + 1.0
+    assert [v.status for v in verdicts] == ["ok", "timeout", "ok"]
+    assert verdicts[1].score == 0.0 and "no verdict within 1s" in verdicts[1].reason
+
+    raises = PooledReward(Raises(), deadline_s=5, pool=pool).score(task, "x")
+    assert raises.status == "error" and "verifier exploded" in raises.reason
+
+    died = PooledReward(KillsWorker(), deadline_s=5, pool=pool).score(task, "x")
+    assert died.status == "error" and "worker died (exit code 7)" in died.reason
+
+
+def test_pooled_equals_in_process(pool):
+    from rlvr import load_env
+    env = load_env("arithmetic", format_weight=0.5)
+    tasks = env.sample(20)
+    comps = [env.gold(t) if i % 3 else "<think>x</think><answer>0</answer>" for i, t in enumerate(tasks)]
+    local = env.reward.score_batch(tasks, comps)
+    pooled = PooledReward(env.reward, deadline_s=5, pool=pool).score_batch(tasks, comps)
+    assert [(v.score, v.status, v.components) for v in pooled] == \
+           [(v.score, v.status, v.components) for v in local]
+
+
+def test_closed_pool_gives_infra_error():
+    p = WorkerPool(1)
+    p.close()
+    v = PooledReward(Sleepy(), deadline_s=1, pool=p).score(Task("t"), "x")
+    assert v.status == "infra_error" and "pool unavailable" in v.reason

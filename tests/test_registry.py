@@ -1,0 +1,131 @@
+"""The registry and its contract check."""
+import sys
+import textwrap
+
+import pytest
+
+import rlvr
+from rlvr import Environment, EnvContractError, RowSource, Task, load_env, register_env, reward
+from rlvr.registry import UnknownEnvError
+from rlvr.verifiers import NumericMatch
+
+TASKS = [Task(f"q{i}", prompt=f"{i}+1?", answer=str(i + 1)) for i in range(4)]
+
+
+def test_unknown_name_lists_registered():
+    with pytest.raises(UnknownEnvError) as err:
+        load_env("no-such-env")
+    assert "unknown environment 'no-such-env'" in str(err.value)
+    assert "arithmetic" in str(err.value)
+
+
+def test_arithmetic_is_registered_and_passes_contract():
+    env = load_env("arithmetic", n_terms=4, max_value=50)
+    assert env.name == "arithmetic" and len(env.sample(3)) == 3
+
+
+def test_gold_that_does_not_score_one_is_rejected():
+    @register_env("broken-gold", replace=True)
+    def broken():
+        return Environment("broken-gold", RowSource({"train": TASKS}), [(NumericMatch(), 1.0)],
+                           gold=lambda t: "<answer>wrong</answer>")
+
+    with pytest.raises(EnvContractError) as err:
+        load_env("broken-gold")
+    msg = str(err.value)
+    assert "gold completion for task 'q0' scored" in msg and "must give the gold answer 1.0" in msg
+
+
+def test_reward_that_pays_junk_is_rejected():
+    @reward("always_one")
+    def always_one(text):
+        return 1.0
+
+    @register_env("pays-junk", replace=True)
+    def pays_junk():
+        return Environment("pays-junk", RowSource({"train": TASKS}), [(always_one, 1.0)])
+
+    with pytest.raises(EnvContractError, match="junk completion '' scored 1.0"):
+        load_env("pays-junk")
+
+
+def test_declared_reward_field_missing_from_tasks_is_rejected():
+    @reward("needs_tests")
+    def needs_tests(text, tests):
+        return 0.0
+
+    @register_env("missing-field", replace=True)
+    def missing_field():
+        return Environment("missing-field", RowSource({"train": TASKS}), [(needs_tests, 1.0)])
+
+    with pytest.raises(EnvContractError, match=r"read task field\(s\) \['tests'\] that task 'q0' lacks"):
+        load_env("missing-field")
+
+
+def test_factory_must_return_an_environment_and_names_are_checked():
+    @register_env("not-an-env", replace=True)
+    def not_an_env():
+        return {"tasks": []}
+
+    with pytest.raises(EnvContractError, match="returned dict, not an rlvr Environment"):
+        load_env("not-an-env")
+    with pytest.raises(ValueError, match="environment name"):
+        register_env("bad name!")
+    with pytest.raises(TypeError, match="its factory takes"):
+        load_env("arithmetic", no_such_knob=3)
+
+
+def test_duplicate_registration_needs_replace():
+    @register_env("dup-env", replace=True)
+    def first():
+        return None
+
+    def second():
+        return None
+
+    with pytest.raises(ValueError, match="already registered"):
+        register_env("dup-env")(second)
+
+
+def test_entry_point_group_adds_third_party_envs(tmp_path, monkeypatch):
+    (tmp_path / "thirdparty_env.py").write_text(textwrap.dedent('''
+        from rlvr import Environment, RowSource, Task
+        from rlvr.verifiers import NumericMatch
+
+        def make():
+            tasks = [Task("a", answer="1"), Task("b", answer="2")]
+            return Environment("thirdparty", RowSource({"train": tasks}), [(NumericMatch(), 1.0)])
+    '''))
+    dist = tmp_path / "thirdparty_env-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-env\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[rlvr.envs]\nthirdparty = thirdparty_env:make\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from rlvr import registry
+    monkeypatch.setattr(registry, "_discovered", False)
+    assert "thirdparty" in rlvr.list_envs()
+    assert load_env("thirdparty").reward.score(Task("a", answer="1"), "<answer>1</answer>").score == 1.0
+
+
+def test_arithmetic_splits_never_overlap_and_ids_regenerate():
+    env = load_env("arithmetic", n_terms=2, max_value=30, parentheses=False)
+    train = {t.metadata["expression"] for t in env.sample(300, "train")}
+    test = {t.metadata["expression"] for t in env.sample(300, "test")}
+    assert train and test and not (train & test)
+    task = env.sample(5, "test", seed=3)[4]
+    assert env.get_task(task.id) == task
+    assert env.sample(5, seed=1) != env.sample(5, seed=2)
+
+
+def test_arithmetic_answers_are_correct():
+    env = load_env("arithmetic", n_terms=4, max_value=9)
+    for task in env.sample(50):
+        # our evaluator vs Python's, on expressions we generated ourselves
+        assert int(task.answer) == eval(task.metadata["expression"])  # noqa: S307
+
+
+def test_import_rlvr_stays_light():
+    import subprocess
+    code = "import rlvr, sys; rlvr.load_env('arithmetic'); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
