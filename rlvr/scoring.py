@@ -18,6 +18,7 @@ import os
 import sys
 from array import array
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -258,15 +259,25 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
     pool = WorkerPool(cfg.workers) if own_pool else pool
     bar = _progress(cfg, total, summary.rows)
     try:
-        with open(out_path, "a", encoding="utf-8") as out:
-            for block in _blocks(read_rows(cfg, done_line), cfg.block_rows):
-                results = _score_block(block, pool, context, env, spec, cfg.deadline_s)
-                for (line, _), (text, status, score, latency, row_id) in zip(block, results):
+        # One block is scored ahead while the previous one is written, so workers never
+        # wait for the host's reading and writing.
+        with open(out_path, "a", encoding="utf-8") as out, ThreadPoolExecutor(1) as ahead:
+            blocks = _blocks(read_rows(cfg, done_line), cfg.block_rows)
+            submit = lambda b: ahead.submit(_score_block, b, pool, context, env, spec,  # noqa: E731
+                                            cfg.deadline_s)
+            current = next(blocks, None)
+            future = submit(current) if current else None
+            while current:
+                following = next(blocks, None)
+                results = future.result()
+                future = submit(following) if following else None
+                for (line, _), (text, status, score, latency, row_id) in zip(current, results):
                     out.write(text + "\n")
                     summary.add(status, score, latency, line, row_id)
                 out.flush()
                 if bar:
-                    bar.update(len(block))
+                    bar.update(len(current))
+                current = following
     finally:
         if bar:
             bar.close()
