@@ -10,11 +10,15 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.rlvr-install-stamp
-want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "$TORCH_PIN"
-.venv/bin/python -m pip install -q -e ".[test]"
+log=.venv/pip-install.log
+echo "setting up .venv (first run takes a minute or two; pip's log: $log)" >&2
+{
+  .venv/bin/python -m pip install --upgrade pip
+  .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install "$TORCH_PIN"
+  .venv/bin/python -m pip install -e ".[test]"
+} > "$log" 2>&1 || { tail -n 30 "$log" >&2; echo "set-up failed; see $log" >&2; exit 1; }
 echo "$want" > "$stamp"
