@@ -41,3 +41,17 @@ def nested_pool_call(ctx, item):
     with WorkerPool(1) as inner:
         out = inner.map("rewards_for_tests:sleep_forever_or_echo", [item, "hang"], deadline_s=0.5)
     return [(o.status, o.value) for o in out]
+
+
+class HoldsALock(BaseReward):
+    """Cannot be pickled (it holds a lock), so workers must build it from a Factory."""
+    name = "holds_lock"
+
+    def __init__(self, bonus: float = 0.0):
+        import threading
+        self.lock = threading.Lock()
+        self.bonus = bonus
+
+    def _score(self, task, completion):
+        with self.lock:
+            return Verdict(min(1.0, float(completion.text == task.answer) + self.bonus))

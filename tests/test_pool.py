@@ -119,3 +119,14 @@ def test_closed_pool_gives_infra_error():
     p.close()
     v = PooledReward(Sleepy(), deadline_s=1, pool=p).score(Task("t"), "x")
     assert v.status == "infra_error" and "pool unavailable" in v.reason
+
+
+def test_unpicklable_reward_is_built_inside_the_worker(pool):
+    import pickle
+    from rewards_for_tests import HoldsALock
+    with pytest.raises(TypeError):
+        pickle.dumps(HoldsALock())
+    r = PooledReward(Factory("rewards_for_tests:HoldsALock", {"bonus": 0.0}), deadline_s=5,
+                     pool=pool, name="holds_lock")
+    verdicts = r.score_batch([Task("a", answer="yes"), Task("b", answer="yes")], ["yes", "no"])
+    assert [(v.status, v.score) for v in verdicts] == [("ok", 1.0), ("ok", 0.0)]
