@@ -30,6 +30,7 @@ import queue
 import signal
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -233,6 +234,7 @@ class WorkerPool:
             for _ in range(self.n_workers):
                 self._add_worker()
             self._started = True
+            _live_pools.add(self)
 
     def _add_worker(self) -> None:
         w = _Worker(self._ctx)
@@ -363,6 +365,18 @@ class WorkerPool:
         return [i for i in pending[done:] if i != victim]
 
 
+# Workers are not daemonic (so they may start pools of their own), and multiprocessing joins
+# non-daemonic children at exit: a pool nobody closed would hang the interpreter there. Close
+# every live pool first (atexit runs this before multiprocessing's own hook, registered earlier).
+_live_pools: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_pools() -> None:
+    for pool in list(_live_pools):
+        pool.close()
+
+
 _default: WorkerPool | None = None
 _default_lock = threading.Lock()
 
@@ -373,5 +387,4 @@ def default_pool() -> WorkerPool:
     with _default_lock:
         if _default is None or _default._closed:
             _default = WorkerPool()
-            atexit.register(_default.close)
         return _default

@@ -130,3 +130,16 @@ def test_unpicklable_reward_is_built_inside_the_worker(pool):
                      pool=pool, name="holds_lock")
     verdicts = r.score_batch([Task("a", answer="yes"), Task("b", answer="yes")], ["yes", "no"])
     assert [(v.status, v.score) for v in verdicts] == [("ok", 1.0), ("ok", 0.0)]
+
+
+def test_interpreter_exits_even_if_a_pool_was_never_closed():
+    import subprocess
+    import sys
+    code = ("from rlvr.pool import WorkerPool\n"
+            "p = WorkerPool(2)\n"
+            "print(p.call('rewards_for_tests:sleep_forever_or_echo', 1, deadline_s=20).value)\n")
+    import os
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=30, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "(None, 1)"
