@@ -1,1 +1,24 @@
-"""Isolated execution of untrusted code. Not built yet: see the sandbox issue."""
+"""Isolated execution of untrusted code: `get_sandbox(backend).run(program, ...) -> RunResult`.
+
+Backends: `process` (the default: namespaces, an unprivileged uid, rlimits, cgroups) and
+`docker` (a warm pool of locked-down containers). Both fail closed: when the isolation they need
+is missing they raise `SandboxUnavailable` saying what to install; neither ever runs a program on
+the host unconfined. See docs/sandbox.md.
+"""
+from .base import LANGUAGES, RUN_STATUSES, Job, Limits, RunResult, Sandbox, SandboxUnavailable
+
+__all__ = ["LANGUAGES", "RUN_STATUSES", "Job", "Limits", "RunResult", "Sandbox",
+           "SandboxUnavailable", "get_sandbox", "BACKENDS"]
+
+BACKENDS = ("process", "docker")
+
+
+def get_sandbox(backend: str = "process", **kwargs) -> Sandbox:
+    """A sandbox of the named backend (raises SandboxUnavailable, naming what is missing)."""
+    if backend == "process":
+        from .process import ProcessSandbox
+        return ProcessSandbox(**kwargs)
+    if backend == "docker":
+        from .docker import DockerSandbox
+        return DockerSandbox(**kwargs)
+    raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")

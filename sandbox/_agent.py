@@ -1,0 +1,495 @@
+"""The sandbox agent: a small supervisor that runs untrusted programs, one request at a time.
+
+Standard library only: it runs under the system interpreter, started with an EMPTY environment
+(bubblewrap-style `--clearenv` would still leave the caller's variables readable at
+/proc/1/environ), so the memory it forks from holds no secrets. Two modes:
+
+- `process`: started on the host as root by `ProcessSandbox`. Per request it forks a child that
+  enters fresh mount, PID, network, IPC and UTS namespaces, builds a private root (tmpfs with the
+  host `/usr` bound read-only, a work dir and /tmp, a minimal /dev), pivots into it and forks the
+  new namespace's PID 1, which runs `supervise`. When PID 1 exits the kernel SIGKILLs everything
+  left in the namespace, so nothing a program starts outlives its run.
+- `docker`: PID 1 of a warm container (`DockerSandbox`); it runs `supervise` itself, then kills
+  every other process in the container and wipes the writable directories before the next run.
+
+Either way the program runs as an unprivileged uid with no capabilities, no_new_privs, rlimits on
+CPU, address space, processes, file size, open files and core dumps, and a wall-clock deadline
+that ends in SIGKILL of every process it started. Output streams are read concurrently with a
+byte cap. Protocol: 4-byte big-endian length + JSON, both ways.
+"""
+import base64
+import ctypes
+import json
+import os
+import platform
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8",
+               "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+DEVICES = ("null", "zero", "full", "random", "urandom")
+POLL_S = 0.01
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _b(s):
+    return None if s is None else s.encode()
+
+
+def mount(src, target, fstype, flags, data=None):
+    _check(_libc.mount(_b(src), _b(target), _b(fstype), ctypes.c_ulong(flags), _b(data)),
+           f"mount {target}")
+
+
+def prctl(option, arg):
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
+
+
+# --------------------------------------------------------------------------- framing
+
+def read_exact(fd, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def recv(fd):
+    head = read_exact(fd, 4)
+    if head is None:
+        return None
+    body = read_exact(fd, struct.unpack(">I", head)[0])
+    return None if body is None else json.loads(body)
+
+
+def send(fd, obj):
+    data = json.dumps(obj).encode()
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+# --------------------------------------------------------------------------- the program
+
+def _child(req, fds, stdin_path, cgroup_fds):
+    """In the forked child: wire the streams, apply limits, drop every privilege, exec."""
+    try:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        stdin = os.open(stdin_path, os.O_RDONLY) if stdin_path else os.open("/dev/null", 0)
+        os.dup2(stdin, 0)
+        for fd in cgroup_fds:          # join the slot's cgroups (pid "0" = the writer itself)
+            os.write(fd, b"0")
+        os.closerange(4, 65536)
+        lim = req["limits"]
+        cpu = max(1, int(lim["cpu_s"] + 0.999))
+        mem = int(lim["memory_mb"]) << 20
+        for res, value in ((resource.RLIMIT_CPU, (cpu, cpu + 1)),
+                           (resource.RLIMIT_AS, (mem, mem)),
+                           (resource.RLIMIT_NPROC, (lim["processes"], lim["processes"])),
+                           (resource.RLIMIT_FSIZE, (lim["file_mb"] << 20, lim["file_mb"] << 20)),
+                           (resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"])),
+                           (resource.RLIMIT_CORE, (0, 0))):
+            resource.setrlimit(res, value)
+        os.chdir("/work")
+        uid = req["uid"]
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)            # from root to a non-root uid: all capabilities are cleared
+        if os.getuid() == 0 or os.geteuid() == 0:
+            raise RuntimeError("refusing to run a program as root")
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        os.umask(0o077)
+        os.execve(req["argv"][0], req["argv"], dict(SANDBOX_ENV))
+    except BaseException as exc:  # noqa: BLE001 -- report anything, then die without cleanup
+        os.write(2, f"rlvr sandbox: could not start the program: {exc!r}\n".encode())
+        os._exit(127)
+
+
+class _Stream:
+    """One output pipe read with a byte cap: keeps the first `cap` bytes, notes any excess."""
+
+    def __init__(self, fd, cap):
+        self.fd, self.cap, self.data, self.over, self.open = fd, cap, bytearray(), False, True
+
+    def pump(self):
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            self.open = False
+            os.close(self.fd)
+            return
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.over = True
+        self.data += chunk[:max(0, room)]
+
+
+def _kill_all():
+    """SIGKILL every process this PID 1 may signal (everything else in its PID namespace)."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(program_pid, state):
+    """Reap every exited child at once (zombies count against RLIMIT_NPROC)."""
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+        if pid == program_pid:
+            state["status"], state["usage"], state["end"] = status, usage, time.monotonic()
+
+
+def supervise(req, stdin_path=None, cgroup_fds=()):
+    """Run the request's program as PID 1's child; return the result dict (never raises for
+    anything the program does)."""
+    lim = req["limits"]
+    pipes = [os.pipe() for _ in range(3)]          # stdout, stderr, result channel
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        for r, _ in pipes:
+            os.close(r)
+        _child(req, [os.open("/dev/null", 0)] + [w for _, w in pipes], stdin_path, cgroup_fds)
+    for _, w in pipes:
+        os.close(w)
+    streams = [_Stream(r, lim["output_bytes"]) for r, _ in pipes]
+    state = {"status": None}
+    deadline, reason = start + lim["wall_s"], None
+    while state["status"] is None:
+        _reap(pid, state)
+        if state["status"] is not None:
+            break
+        if time.monotonic() > deadline:
+            reason = "timeout"
+            break
+        ready = select.select([s.fd for s in streams if s.open], [], [], POLL_S)[0]
+        for s in streams:
+            if s.open and s.fd in ready:
+                s.pump()
+        if any(s.over for s in streams):
+            reason = "output_limit"
+            break
+    wall = (state.get("end") or time.monotonic()) - start
+    _kill_all()                     # the program is done: daemons and setsid children die now
+    _drain(streams)
+    while state["status"] is None:  # collect the program's own status after the kill
+        if not _reap(pid, state):
+            break
+        time.sleep(0.001)
+    while _reap(pid, state):
+        time.sleep(0.001)
+    return _result(state, streams, wall, reason)
+
+
+def _drain(streams, limit_s=2.0):
+    end = time.monotonic() + limit_s
+    while any(s.open for s in streams) and time.monotonic() < end:
+        ready = select.select([s.fd for s in streams if s.open], [], [], POLL_S)[0]
+        for s in streams:
+            if s.open and s.fd in ready:
+                s.pump()
+    for s in streams:
+        if s.open:
+            os.close(s.fd)
+
+
+def _result(state, streams, wall, reason):
+    status, usage = state.get("status"), state.get("usage")
+    out = {"wall_s": wall, "reason": reason, "exit_code": None, "signal": None,
+           "cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
+           "peak_kb": usage.ru_maxrss if usage else None,
+           "truncated": [s.over for s in streams]}
+    if status is not None:
+        if os.WIFEXITED(status):
+            out["exit_code"] = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            out["signal"] = os.WTERMSIG(status)
+    for key, s in zip(("stdout", "stderr", "channel"), streams):
+        out[key] = base64.b64encode(bytes(s.data)).decode()
+    return out
+
+
+# --------------------------------------------------------------------------- process mode
+
+def _write_files(base, files, uid):
+    for name, b64 in files.items():
+        path = os.path.join(base, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(b64))
+        os.chown(path, uid, uid)
+
+
+def _bind(src, dst, flags=MS_RDONLY | MS_NOSUID | MS_NODEV):
+    mount(src, dst, None, MS_BIND | MS_REC)
+    mount(None, dst, None, MS_BIND | MS_REMOUNT | flags)
+
+
+def _build_root(root, req, cfg):
+    """Inside a fresh mount namespace: a tmpfs root with read-only host system dirs."""
+    uid, lim = req["uid"], req["limits"]
+    mount(None, "/", None, MS_REC | MS_PRIVATE)        # nothing propagates back to the host
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['disk_mb']}m,mode=755")
+    for name in cfg["system_dirs"]:
+        host, inside = "/" + name, os.path.join(root, name)
+        if os.path.islink(host):
+            os.symlink(os.readlink(host), inside)
+        elif os.path.isdir(host):
+            os.makedirs(inside)
+            _bind(host, inside)
+    os.makedirs(os.path.join(root, "etc"))
+    for name in cfg["etc_files"]:
+        if os.path.isfile("/etc/" + name):
+            open(os.path.join(root, "etc", name), "w").close()
+            _bind("/etc/" + name, os.path.join(root, "etc", name))
+    with open(os.path.join(root, "etc/passwd"), "w") as f:
+        f.write(f"root:x:0:0::/:/bin/false\nsandbox:x:{uid}:{uid}::/work:/bin/sh\n")
+    with open(os.path.join(root, "etc/group"), "w") as f:
+        f.write(f"root:x:0:\nsandbox:x:{uid}:\n")
+    for d, mode, owner in (("work", 0o755, uid), ("tmp", 0o1777, 0), ("proc", 0o555, 0),
+                           ("dev", 0o755, 0), ("dev/shm", 0o1777, 0), ("run", 0o700, 0)):
+        path = os.path.join(root, d)
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, mode)
+        os.chown(path, owner, owner)
+    for dev in DEVICES:
+        path = os.path.join(root, "dev", dev)
+        open(path, "w").close()
+        _bind("/dev/" + dev, path, MS_NOSUID | MS_NOEXEC)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, os.path.join(root, "dev", name))
+    _write_files(os.path.join(root, "work"), req["files"], uid)
+    if req.get("stdin"):
+        with open(os.path.join(root, "run/stdin"), "wb") as f:
+            f.write(base64.b64decode(req["stdin"]))
+
+
+def _pivot(root):
+    """Make `root` the filesystem root and detach the host's tree from this namespace."""
+    os.chdir(root)
+    if SYS_PIVOT_ROOT is not None:
+        os.makedirs(".oldroot")
+        _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b".oldroot"), "pivot_root")
+        os.chdir("/")
+        _check(_libc.umount2(b"/.oldroot", MNT_DETACH), "umount old root")
+        os.rmdir("/.oldroot")
+    else:   # no pivot_root number for this machine: move + chroot (no caps left to escape it)
+        mount(root, "/", None, 1 << 13)  # MS_MOVE
+        os.chroot(".")
+        os.chdir("/")
+
+
+def _namespace_run(req, cfg, out_fd, cgroup_fds):
+    """The per-request child W: new namespaces, new root, then the namespace's PID 1."""
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
+                         | CLONE_NEWUTS), "unshare")
+    _build_root(cfg["root"], req, cfg)
+    _pivot(cfg["root"])
+    _libc.sethostname(b"sandbox", 7)
+    init = os.fork()
+    if init == 0:   # PID 1 of the new PID namespace
+        try:
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            result = supervise(req, "/run/stdin" if req.get("stdin") else None, cgroup_fds)
+        except BaseException as exc:  # noqa: BLE001 -- an agent failure is an infra error
+            result = {"infra_error": f"sandbox init failed: {exc!r}"}
+        send(out_fd, result)
+        os._exit(0)
+    _, status = os.waitpid(init, 0)
+    os._exit(0 if status == 0 else 1)
+
+
+class _Cgroups:
+    """The slot's memory and pids cgroups (v1 or v2), when the host has them."""
+
+    def __init__(self, cfg):
+        self.mem, self.pids, self.v2 = cfg.get("cg_memory"), cfg.get("cg_pids"), cfg.get("cg_v2")
+
+    def _write(self, path, name, value):
+        if path:
+            with open(os.path.join(path, name), "w") as f:
+                f.write(str(value))
+
+    def _read(self, path, name):
+        try:
+            with open(os.path.join(path, name)) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def prepare(self, lim):
+        limit = int(lim["memory_mb"] + lim["disk_mb"]) << 20   # tmpfs pages are charged too
+        if self.v2:
+            self._write(self.mem, "memory.max", limit)
+            self._write(self.mem, "memory.swap.max", 0)
+            self._write(self.pids, "pids.max", lim["processes"])
+            self.oom_before = self._oom_v2()
+        else:
+            self._write(self.mem, "memory.limit_in_bytes", limit)
+            self._write(self.mem, "memory.max_usage_in_bytes", 0)
+            self._write(self.mem, "memory.failcnt", 0)
+            self._write(self.pids, "pids.max", lim["processes"])
+
+    def _oom_v2(self):
+        for line in self._read(self.mem, "memory.events").splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return 0
+
+    def open_fds(self):
+        return [os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY)
+                for p in dict.fromkeys([self.mem, self.pids]) if p]
+
+    def report(self):
+        if not self.mem:
+            return {}
+        if self.v2:
+            peak = self._read(self.mem, "memory.peak").strip()
+            return {"cg_peak_bytes": int(peak) if peak else None,
+                    "cg_oom": self._oom_v2() > self.oom_before}
+        peak = self._read(self.mem, "memory.max_usage_in_bytes").strip()
+        fail = self._read(self.mem, "memory.failcnt").strip()
+        return {"cg_peak_bytes": int(peak) if peak else None, "cg_oom": bool(fail and int(fail))}
+
+
+def serve_process(cfg, in_fd, out_fd):
+    """The launcher loop: one request -> one namespace child, waited for and reaped at once."""
+    cgroups = _Cgroups(cfg)
+    while True:
+        req = recv(in_fd)
+        if req is None:
+            return
+        r, w = os.pipe()
+        try:
+            cgroups.prepare(req["limits"])
+            cg_fds = cgroups.open_fds()
+        except OSError as exc:
+            send(out_fd, {"infra_error": f"cgroup set-up failed: {exc}"})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                _namespace_run(req, cfg, w, cg_fds)
+            except BaseException as exc:  # noqa: BLE001
+                send(w, {"infra_error": f"sandbox set-up failed: {exc!r}"})
+                os._exit(1)
+        os.close(w)
+        for fd in cg_fds:
+            os.close(fd)
+        result = recv(r) or {"infra_error": "the sandbox exited without a result"}
+        os.close(r)
+        os.waitpid(pid, 0)
+        while _reap(-1, {}):        # subreaper: nothing may linger as a zombie
+            time.sleep(0.001)
+        result.update(cgroups.report())
+        send(out_fd, result)
+
+
+# --------------------------------------------------------------------------- docker mode
+
+def _as_sandbox_user(uid, fn, *args):
+    """Run fn in a child that has become the sandbox uid (file writes land with its owner)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001
+            os.write(2, f"rlvr agent: {exc!r}\n".encode())
+            code = 1
+        os._exit(code)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def _wipe(dirs):
+    for d in dirs:
+        for dirpath, dirnames, filenames in os.walk(d, topdown=False):
+            for name in filenames + [n for n in dirnames if os.path.islink(os.path.join(dirpath, n))]:
+                try:
+                    os.unlink(os.path.join(dirpath, name))
+                except OSError:
+                    pass
+            if dirpath != d:
+                try:
+                    os.rmdir(dirpath)
+                except OSError:
+                    pass
+
+
+def serve_docker(cfg, in_fd, out_fd):
+    """PID 1 of a warm container: run, kill the rest, wipe the writable dirs, answer."""
+    writable = ("/work", "/tmp", "/dev/shm")
+    while True:
+        req = recv(in_fd)
+        if req is None:
+            return
+        try:
+            stdin_path = None
+            if req.get("stdin"):
+                stdin_path = "/run/stdin"
+                with open(stdin_path, "wb") as f:
+                    f.write(base64.b64decode(req["stdin"]))
+            if not _as_sandbox_user(req["uid"], _write_files, "/work", req["files"], req["uid"]):
+                raise RuntimeError("could not write the program's files")
+            result = supervise(req, stdin_path)
+            if stdin_path:
+                os.unlink(stdin_path)
+            if not _as_sandbox_user(req["uid"], _wipe, writable):
+                raise RuntimeError("could not clean the work directories")
+            leftovers = [p for d in writable for p in os.listdir(d)]
+            if leftovers:
+                raise RuntimeError(f"files survived the clean-up: {leftovers[:5]}")
+        except BaseException as exc:  # noqa: BLE001 -- the container is now suspect
+            send(out_fd, {"infra_error": f"agent failed: {exc!r}", "retire": True})
+            continue
+        send(out_fd, result)
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    if cfg["mode"] == "process":
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)    # the launcher dies with its host
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        serve_process(cfg, in_fd, out_fd)
+    else:
+        serve_docker(cfg, in_fd, out_fd)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Shared fixtures for the sandbox and code-verifier tests: one warm sandbox per backend.
+
+Docker tests skip only when the engine is really unreachable (the skip reason says why).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+from rlvr.sandbox import Limits, SandboxUnavailable, get_sandbox
+from rlvr.sandbox._uids import UID_BASE, UID_COUNT
+
+TEST_LIMITS = Limits(wall_s=4.0, cpu_s=3.0, memory_mb=600, processes=48, file_mb=16,
+                     disk_mb=32, open_files=128, output_bytes=256 << 10)
+CANARY = "rlvr-canary-" + secrets.token_hex(8)
+ENV_CANARY = "RLVR_SANDBOX_TEST_SECRET"
+
+
+def make_sandbox(backend: str):
+    """A sandbox for the tests, or a skip that names exactly what is missing."""
+    os.environ[ENV_CANARY] = CANARY   # planted before any launcher starts: it must not leak
+    try:
+        if backend == "docker":
+            from rlvr.sandbox.docker import build_image
+            build_image()
+            return get_sandbox("docker", limits=TEST_LIMITS, pool_size=2)
+        return get_sandbox("process", limits=TEST_LIMITS, slots=2)
+    except SandboxUnavailable as exc:
+        if backend == "docker":
+            pytest.skip(f"Docker engine unavailable: {exc}")
+        raise   # the process backend is the default: its absence is a failure, not a skip
+
+
+def sandbox_processes() -> list[str]:
+    """Processes on the host owned by a sandbox uid (containment check after a run)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        uid_line = next((ln for ln in status.splitlines() if ln.startswith("Uid:")), "")
+        uid = int(uid_line.split()[1]) if uid_line else -1
+        if UID_BASE <= uid < UID_BASE + UID_COUNT:
+            found.append(f"pid {entry.name} uid {uid}: {status.splitlines()[0]}")
+    return found
+
+
+def sandbox_shm_segments() -> list[str]:
+    """SysV shared-memory segments on the host owned by a sandbox uid."""
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return [ln for ln in lines
+            if UID_BASE <= int(ln.split()[7]) < UID_BASE + UID_COUNT]
