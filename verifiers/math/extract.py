@@ -1,0 +1,263 @@
+r"""Find the final answer in a completion's answer span.
+
+Order (docs/math.md): `<answer>` tags, then `\boxed{}`/`\fbox{}`, then explicit answer statements
+("The answer is", "Final Answer:", `####`, "**Answer:**", "Answer: X", and their French, Spanish,
+German, Portuguese, Italian, Russian, Chinese, Japanese and Korean forms), then -- only when none of
+those exist -- the last value written. When a "Final Answer" heading exists, only what follows it
+counts. Several *different* candidates are all returned (the comparison then treats them as a
+multi-part answer, which is a hedge against a single-valued gold) unless a self-correction
+("wait", "actually", "but", "I made a mistake" ...) separates them: then the last one counts.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .normalize import key, normalize
+
+__all__ = ["Found", "find_final", "MAX_SCAN_CHARS"]
+
+MAX_SCAN_CHARS = 20_000       # only the end of a huge answer span is searched (the answer is there)
+_FALLBACK_CHARS = 3_000
+
+
+@dataclass(frozen=True)
+class Found:
+    """What was read: `parts` (one, or several different candidates) and where from."""
+    parts: tuple[str, ...]
+    source: str
+
+    @property
+    def text(self) -> str:
+        return " | ".join(self.parts)
+
+
+_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
+_BOX = re.compile(r"\\(?:boxed|fbox|framebox)\s*(?:\[[^\]]*\])?\s*")
+_FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|respuesta\s+final|"
+                            r"endgültige\s+antwort|resposta\s+final|risposta\s+finale|"
+                            r"окончательный\s+ответ", re.I)
+_MARKER = re.compile(
+    r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|\banswer\b)"
+    r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?\s*(?:[:=：]|\bis\b)?\s*(?:\*\*)?\s*(?:[:=：])?"
+    r"|####|\*\*answer:?\*\*:?"
+    r"|\b(?:la\s+)?réponse(?:\s+finale)?(?:\s+est)?\s*:?|\b(?:la\s+)?respuesta(?:\s+final)?(?:\s+es)?\s*:?"
+    r"|\b(?:die\s+)?antwort(?:\s+ist|\s+lautet)?\s*:?|\b(?:a\s+)?resposta(?:\s+final)?(?:\s+é)?\s*:?"
+    r"|\b(?:la\s+)?risposta(?:\s+finale)?(?:\s+è)?\s*:?|ответ\s*:?|答案\s*(?:是|为|為)?\s*[:：]?"
+    r"|答え\s*(?:は)?\s*[:：]?|解答\s*[:：]|정답\s*(?:은|는)?\s*[:：]?|답\s*[:：]"
+    r"|الإجابة\s*(?:هي)?\s*[:：]?|الجواب\s*[:：]?", re.I)
+# Words that say "what came before was wrong": between two different candidates they make the
+# later one the answer instead of a hedge.
+_CORRECTION = re.compile(
+    r"\b(?:wait|actually|oops|hmm+|no,|correction|mistake|wrong|incorrect|re-?check\w*|"
+    r"reconsider\w*|re-?evaluat\w*|on second thought|however|but|instead|rather|rule[sd]? (?:it|this|that|them) out|"
+    r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error)\b"
+    r"|等等|不对|错了|其实|attendez|en fait|espera|eigentlich", re.I)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|since|as|which|so that|"
+                           r"for|parce que|porque|weil|因为)\b|,\s+(?:which|so|since|because|"
+                           r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
+_MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
+                       r"|\\\[(.+?)\\\]", re.S)
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?"
+                     r"(?:\s*/\s*\d+)?(?:\s*%)?(?!\d)")
+_LIST_CONT = re.compile(r"^\s*(?:,|/|\bor\b|\band\b|&|\bou\b|\bo\b|\boder\b|или|或)\s*")
+_LETTER = re.compile(r"(?<![\w\\])\(?([A-J])\)?(?![\w'])")
+
+
+def _boxes(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of every `\\boxed{}`/`\\fbox{}`, braces matched."""
+    out, i = [], 0
+    while True:
+        m = _BOX.search(text, i)
+        if not m:
+            return out
+        j = m.end()
+        if j < len(text) and text[j] == "{":
+            depth, k = 0, j
+            while k < len(text):
+                c = text[k]
+                if c == "\\" and k + 1 < len(text):
+                    k += 2
+                    continue
+                depth += {"{": 1, "}": -1}.get(c, 0)
+                if depth == 0:
+                    break
+                k += 1
+            if depth == 0:
+                out.append((m.start(), k + 1, text[j + 1:k].strip()))
+                i = k + 1
+                continue
+            return out                      # unclosed box: nothing after it can be read
+        tok = re.match(r"[^\s$.,;]+", text[j:])
+        if tok and m.group(0).startswith("\\boxed"):
+            out.append((m.start(), j + tok.end(), tok.group(0)))
+            i = j + tok.end()
+            continue
+        i = m.end()
+
+
+def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
+    """Several candidates -> the distinct ones that stand, after self-corrections."""
+    if not cands:
+        return []
+    for k in range(len(cands) - 1, 0, -1):
+        gap = text[cands[k - 1][1]:cands[k][0]]
+        if key(normalize(cands[k - 1][2])) != key(normalize(cands[k][2])) \
+                and _CORRECTION.search(gap):
+            cands = cands[k:]
+            break
+    seen, out = set(), []
+    for _, _, value in cands:
+        k = key(normalize(value))
+        if k and k not in seen:
+            seen.add(k)
+            out.append(value)
+    return out
+
+
+def _math_run(rest: str) -> str | None:
+    """Consecutive math segments at the start of `rest`, joined by their connectors."""
+    pieces, pos = [], 0
+    while True:
+        m = _MATH_SEG.match(rest, pos)
+        if not m:
+            break
+        pieces.append(next(g for g in m.groups() if g is not None))
+        pos = m.end()
+        conn = re.match(r"\s*(,|\bor\b|\band\b|\\text\{\s*(?:or|and)\s*\})?\s*(?=\$|\\[(\[])",
+                        rest[pos:])
+        if not conn:
+            break
+        if conn.group(1):
+            pieces.append(" " + re.sub(r"\\text\{\s*|\s*\}", "", conn.group(1)) + " ")
+        pos += conn.end()
+    return "".join(pieces).strip() or None if pieces else None
+
+
+def _clause(rest: str) -> str:
+    m = _SENTENCE_END.search(rest)
+    return (rest[:m.start()] if m else rest).strip()
+
+
+def _prose_words(s: str) -> int:
+    s = re.sub(r"\\(?:begin|end)\{[^}]*\}|\\[a-zA-Z]+", "", s)
+    return len(re.findall(r"[^\W\d_]{3,}", s, re.U))
+
+
+def _leading_values(clause: str, mc: bool) -> str | None:
+    """In prose ("Janeth owes 220 $ in 12 months"), the first value and the values listed
+    right after it ("3 or 4", "A/B") -- never a later, unrelated number."""
+    pattern = _LETTER if mc else _NUMBER
+    m = pattern.search(clause)
+    if not m:
+        return None
+    values, pos = [m.group(1) if mc else m.group(0)], m.end()
+    while True:
+        c = _LIST_CONT.match(clause[pos:])
+        if not c:
+            break
+        nxt = pattern.match(clause, pos + c.end())
+        if not nxt:
+            break
+        values.append(nxt.group(1) if mc else nxt.group(0))
+        pos = nxt.end()
+    return " or ".join(values)
+
+
+def _statement_value(rest: str, mc: bool) -> str | None:
+    rest = re.sub(r"^[\s:=：*]+", "", rest[:600])
+    rest = re.sub(r"^(?:is|es|est|ist|é|è|是|为|は)\s*[:：]?\s*", "", rest, flags=re.I)
+    rest = re.sub(r"^(?:for sure|probably|likely|clearly|simply|then|therefore)\s+", "", rest,
+                  flags=re.I)
+    math = _math_run(rest)
+    if math is not None:
+        return math
+    clause = _clause(rest)
+    clause = re.sub(r"\\\]\s*$|\\\)\s*$|\*\*$", "", clause).strip()
+    if not clause or clause.endswith(":"):
+        return None                               # "the digits are:" -- the value comes later
+    if mc:
+        return _leading_values(clause, mc=True) or clause
+    if _prose_words(_strip_units(clause)) <= 1 or len(clause) <= 12:
+        return clause
+    return _leading_values(clause, mc=False) or (clause if len(clause) <= 60 else None)
+
+
+def _strip_units(s: str) -> str:
+    return re.sub(r"\b(?:percent|percentage|dollars?|cents?|miles?|meters?|hours?|minutes?|"
+                  r"days?|years?|units?|degrees?|and|or|pages?)\b", "", s, flags=re.I)
+
+
+def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
+    out = []
+    for m in _MARKER.finditer(text):
+        value = _statement_value(text[m.end():], mc)
+        if value:
+            out.append((m.start(), m.end(), value))
+    return out
+
+
+def _fallback(span: str, mc: bool) -> str | None:
+    """No box, no statement: a bare short answer, else the last value written."""
+    bare = re.sub(r"^\s*\$+|\$+\s*$", "", span.strip()).strip()
+    if mc and len(bare) <= 200:
+        lead = _leading_values(bare[:3], mc=True) if _LETTER.match(bare) else None
+        if lead:
+            return _leading_values(bare, mc=True)
+    if bare and len(bare) <= 200 and "\n" not in bare:
+        words = _prose_words(_strip_units(bare))
+        if words == 0 or (not re.search(r"\d", bare) and words <= 6):
+            return bare
+    tail = span[-_FALLBACK_CHARS:]
+    if mc:
+        letters = [m for m in _LETTER.finditer(tail)
+                   if not re.match(r"\s+[a-z]", tail[m.end():m.end() + 2])
+                   or m.group(1) not in "AI"]
+        return letters[-1].group(1) if letters else None
+    last_math = None
+    for m in _MATH_SEG.finditer(tail):
+        last_math = m
+    last_num = None
+    for m in _NUMBER.finditer(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail)):
+        last_num = m
+    if last_math and (not last_num or last_math.end() > last_num.end()):
+        seg = next(g for g in last_math.groups() if g is not None)
+        return re.split(r"(?<![<>\\])=(?!=)", seg)[-1].strip() or None
+    return last_num.group(0).strip() if last_num else None
+
+
+def find_final(span: str, mc: bool = False) -> Found | None:
+    r"""The final answer in an answer span, or None when nothing can be read.
+
+    `mc=True` reads multiple-choice letters from statements and prose.
+
+    >>> find_final(r"so \boxed{2}. Wait, actually \boxed{3}.").parts
+    ('3',)
+    >>> find_final(r"It is \boxed{3} or \boxed{4}").parts
+    ('3', '4')
+    >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
+    ('220',)
+    """
+    text = span[-MAX_SCAN_CHARS:]
+    tags = [(m.start(), m.end(), m.group(1).strip()) for m in _TAG.finditer(text)
+            if m.group(1).strip()]
+    if tags:
+        parts: list[str] = []
+        for content in _choose(tags, text):
+            inner = find_final(content, mc)
+            parts += list(inner.parts) if inner else []
+        parts = list({key(normalize(p)): p for p in reversed(parts)}.values())[::-1]
+        return Found(tuple(parts), "answer_tag") if parts else None
+    heading = None
+    for heading in _FINAL_HEADING.finditer(text):
+        pass
+    regions = [text[heading.start():], text] if heading else [text]
+    for region in regions:
+        boxes = _boxes(region)
+        if boxes:
+            return Found(tuple(_choose(boxes, region)), "boxed")
+        statements = _statements(region, mc)
+        if statements:
+            return Found(tuple(_choose(statements, region)), "statement")
+    value = _fallback(text, mc)
+    return Found((value,), "last_value") if value else None

@@ -1,0 +1,235 @@
+r"""MathReward: the math verifier behind the `Reward` interface.
+
+Layers, cheapest first (docs/math.md has the policy and the numbers):
+
+1. extraction (`extract.find_final`) and normalisation (`normalize.split_answer`) in the calling
+   process; the gold's parse is cached, since a GRPO group scores G completions of one gold;
+2. the fast path (`compare.decide` without sympy): exact text, plain numbers, text answers,
+   multiple-choice letters, structure (hedges, incomplete lists) -- most verdicts end here;
+3. the symbolic path (`symbolic.item_equal`: latex2sympy2 + sympy) for what is left, sent to the
+   rlvr worker pool with a hard deadline per comparison, so a pathological answer becomes a
+   `timeout` verdict from any thread, from asyncio or from inside another pool's worker.
+"""
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import re
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from rlvr.core import (ERROR, GOLD_UNPARSEABLE, OK, TIMEOUT, UNPARSED, BaseReward, Completion,
+                       Task, Verdict, as_completion)
+from rlvr.pool import WorkerPool, default_pool
+
+from ..parser import ThinkParser
+from .compare import Decision, decide
+from .extract import find_final
+from .normalize import Answer, split_answer
+
+__all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
+
+VERSION = "1"
+_MC_GOLD = re.compile(r"^\(?([A-J])\)?$")
+_MC_LEAD = re.compile(r"^\s*(?i:answer|option|choice)?\s*[:：]?\s*\(?([A-J])\)?(?![\w'])")
+_MC_MORE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*\(?([A-J])\)?(?![\w'])")
+
+
+@dataclass(frozen=True)
+class GoldAnswer:
+    """A parsed gold answer: its values, or why it cannot be read; `letter` for MC golds."""
+    answer: Answer | None
+    text: str = ""
+    letter: str = ""
+    problem: str = ""
+
+
+@functools.lru_cache(maxsize=16384)
+def parse_gold(gold: str) -> GoldAnswer:
+    """Gold strings as datasets store them: `72`, `$\\frac12$`, `\\boxed{..}`, `... #### 72`."""
+    if "####" in gold:
+        gold = gold.rsplit("####", 1)[1]
+    found = find_final(gold) if re.search(r"\\boxed|\\fbox|answer|<answer>", gold, re.I) \
+        else None
+    text = found.parts[0] if found and len(found.parts) == 1 else gold
+    text = re.sub(r"^\s*\$+|\$+\s*$", "", text.strip()).strip()
+    if not text:
+        return GoldAnswer(None, problem="empty gold answer")
+    answer = split_answer(text)
+    if not answer.items:
+        return GoldAnswer(None, text, problem=f"gold {gold[:80]!r} has no value")
+    letter = ""
+    if len(answer.items) == 1:
+        m = _MC_GOLD.match(answer.items[0].text.strip())
+        letter = m.group(1) if m else ""
+    return GoldAnswer(answer, text, letter)
+
+
+def _gold_text(answer) -> str:
+    if isinstance(answer, (list, tuple)):
+        return ", ".join(str(a) for a in answer)
+    return str(answer)
+
+
+def _mc_letters(part: str) -> list[str]:
+    """Letters a multiple-choice answer names, in any wrapper: `(B)`, `\\textbf{(B)}`,
+    `B) 12`, `Answer: B`, `A or B` (a hedge: two letters)."""
+    from .normalize import normalize
+    s = normalize(part)
+    m = _MC_LEAD.match(s)
+    if not m:
+        return []
+    letters, pos = [m.group(1)], m.end()
+    while (n := _MC_MORE.match(s, pos)):
+        letters.append(n.group(1))
+        pos = n.end()
+    return list(dict.fromkeys(letters))
+
+
+def symbolic_job(_ctx, item) -> Decision:
+    """In a pool worker: the full (symbolic) decision for one (gold, pred) pair."""
+    from .symbolic import GoldUnreadable, TooLarge, Unreadable, item_equal
+    gold, pred = item
+    try:
+        d = decide(gold, pred, item_eq=item_equal)
+    except GoldUnreadable as exc:
+        return Decision(False, str(exc), GOLD_UNPARSEABLE)
+    except TooLarge as exc:
+        return Decision(False, f"answer too large to compare: {exc}", UNPARSED)
+    except Unreadable as exc:
+        return Decision(False, str(exc), UNPARSED)
+    if d.equal is None:
+        return Decision(False, "could not decide", d.status)
+    return d
+
+
+def _in_pool_worker() -> bool:
+    return multiprocessing.current_process().name == "rlvr-worker"
+
+
+class MathReward(BaseReward):
+    r"""1.0 when the completion's final answer equals the gold answer (policy: docs/math.md).
+
+    `symbolic`: where the sympy comparisons run -- 'pool' (the rlvr worker pool, hard
+    `deadline_s` per comparison), 'inline' (this process: only where something else enforces
+    deadlines, e.g. inside a pool worker), or 'auto' (inline inside an rlvr worker, else pool).
+
+    >>> from rlvr import Task
+    >>> r = MathReward()
+    >>> r.score(Task("t", answer="\\frac{1}{2}"), "<think>..</think> so \\boxed{0.5}").score
+    1.0
+    >>> r.score(Task("t", answer="3"), "It is \\boxed{3} or \\boxed{4}.").score
+    0.0
+    """
+    name, version = "math", VERSION
+
+    def __init__(self, parser: ThinkParser | None = None, *, deadline_s: float = 5.0,
+                 symbolic: str = "auto", pool: WorkerPool | None = None, name: str = "math"):
+        if symbolic not in ("auto", "pool", "inline"):
+            raise ValueError(f"symbolic must be 'auto', 'pool' or 'inline', got {symbolic!r}")
+        if deadline_s <= 0:
+            raise ValueError("deadline_s must be positive")
+        self.parser = parser or ThinkParser()
+        self.deadline_s = deadline_s
+        self.symbolic = symbolic
+        self._pool = pool
+        self.name = name
+
+    def __getstate__(self):            # pools hold locks and pipes: rebuilt where unpickled
+        state = dict(self.__dict__)
+        state["_pool"] = None
+        return state
+
+    def _score(self, task: Task, completion: Completion) -> Verdict:
+        return self.score_batch([task], [completion])[0]
+
+    # -- the three stages
+    def _prepare(self, task: Task, completion: Completion) -> Verdict | tuple:
+        """Read gold and prediction; a Verdict when that already decides, else the pair."""
+        if task.answer is None:
+            return Verdict(0.0, GOLD_UNPARSEABLE, reason="task has no gold answer")
+        gold = parse_gold(_gold_text(task.answer))
+        if gold.answer is None:
+            return Verdict(0.0, GOLD_UNPARSEABLE, reason=gold.problem)
+        parsed = self.parser.parse(completion.text)
+        if not parsed.answer:
+            why = "think block never closed" if parsed.think_present else "empty completion"
+            return Verdict(0.0, UNPARSED, reason=why)
+        found = find_final(parsed.answer, mc=bool(gold.letter))
+        if found is None:
+            return Verdict(0.0, UNPARSED, reason="no final answer found")
+        if gold.letter:
+            letters = sorted({x for p in found.parts for x in _mc_letters(p)})
+            if not letters:
+                return Verdict(0.0, OK, found.text, f"no choice letter in {found.text[:60]!r}")
+            if len(letters) > 1:
+                return Verdict(0.0, OK, found.text, f"hedged: letters {', '.join(letters)}")
+            ok = letters[0] == gold.letter
+            return Verdict(float(ok), OK, found.text, "" if ok else f"{letters[0]} != {gold.letter}")
+        pred = _combine([split_answer(p) for p in found.parts])
+        return (gold.answer, pred, found.text)
+
+    def score_batch(self, tasks: Sequence[Task], completions: Sequence) -> list[Verdict]:
+        if len(tasks) != len(completions):
+            raise ValueError(f"{len(tasks)} tasks but {len(completions)} completions")
+        out: list[Verdict | None] = [None] * len(tasks)
+        pending, starts = [], [0.0] * len(tasks)
+        for i, (task, comp) in enumerate(zip(tasks, completions)):
+            starts[i] = time.perf_counter()
+            try:
+                prep = self._prepare(task, as_completion(comp))
+                if isinstance(prep, Verdict):
+                    out[i] = prep
+                    continue
+                gold, pred, text = prep
+                d = decide(gold, pred)
+                if d.equal is None:
+                    pending.append((i, gold, pred, text))
+                else:
+                    out[i] = _to_verdict(d, text)
+            except Exception as exc:      # the model-output boundary: counted, never scored
+                out[i] = Verdict(0.0, ERROR, reason=f"{type(exc).__name__}: {exc}")
+            if out[i] is not None:
+                out[i].latency_s = time.perf_counter() - starts[i]
+        if pending:
+            self._symbolic(pending, out, starts)
+        for v in out:
+            v.version = f"{self.name}@{self.version}"
+        return out  # type: ignore[return-value]
+
+    def _symbolic(self, pending, out, starts) -> None:
+        jobs = [(gold, pred) for _, gold, pred, _ in pending]
+        inline = self.symbolic == "inline" or (self.symbolic == "auto" and _in_pool_worker())
+        if inline:
+            for (i, _, _, text), job in zip(pending, jobs):
+                try:
+                    out[i] = _to_verdict(symbolic_job(None, job), text)
+                except Exception as exc:
+                    out[i] = Verdict(0.0, ERROR, text, f"{type(exc).__name__}: {exc}")
+                out[i].latency_s = time.perf_counter() - starts[i]
+            return
+        pool = self._pool or default_pool()
+        outcomes = pool.map(symbolic_job, jobs, deadline_s=self.deadline_s)
+        for (i, _, _, text), o in zip(pending, outcomes):
+            if o.status == "ok":
+                out[i] = _to_verdict(o.value, text)
+            elif o.status == "timeout":
+                out[i] = Verdict(0.0, TIMEOUT, text, f"no verdict within {self.deadline_s:g}s")
+            else:
+                out[i] = Verdict(0.0, ERROR, text, o.error)
+            out[i].latency_s = time.perf_counter() - starts[i]
+
+
+def _combine(answers: list[Answer]) -> Answer:
+    """Several boxes / statements read together: their values in one (multi-part) answer."""
+    if len(answers) == 1:
+        return answers[0]
+    items = tuple(it for a in answers for it in a.items)
+    return Answer(items, any(a.ordered for a in answers), " | ".join(a.raw for a in answers))
+
+
+def _to_verdict(d: Decision, text: str) -> Verdict:
+    if d.status != OK:
+        return Verdict(0.0, d.status, text, d.reason)
+    return Verdict(1.0 if d.equal else 0.0, OK, text, d.reason)
