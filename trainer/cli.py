@@ -1,0 +1,49 @@
+"""`rlvr train --config FILE.toml [key=value ...]` and `rlvr train --resume RUN_DIR [key=value ...]`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a policy with RLVR (grpo, dr_grpo, dapo, gspo, rloo, reinforce, ppo)",
+        description="Train a policy on an environment. The TOML file names a preset "
+                    "(`preset = \"grpo\"`) and any config fields; KEY=VALUE pairs override it. "
+                    "`--help-config` lists every field with its documentation.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", type=Path, help="TOML config file")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                   help="continue a run exactly from its latest checkpoint")
+    p.add_argument("--help-config", action="store_true", help="list every config field and exit")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config field overrides")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from rlvr.cli import UsageError
+    from .config import field_docs, load_config, parse_overrides
+    if args.help_config:
+        for name, typ, default, doc in field_docs():
+            print(f"{name} ({typ}, default {default!r})\n    {doc}")
+        return 0
+    try:
+        if args.resume:
+            if args.config:
+                raise UsageError("--resume takes the run's saved config; pass overrides instead")
+            from .loop import Trainer
+            overrides = parse_overrides(args.overrides)
+            overrides.pop("preset", None)
+            run_dir = Trainer.resume(args.resume, **overrides).train()
+        else:
+            if args.config is not None and not args.config.exists():
+                raise UsageError(f"config file not found: {args.config}")
+            cfg = load_config(args.config, args.overrides)
+            from .loop import Trainer
+            run_dir = Trainer(cfg).train()
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(f"run written to {run_dir}")
+    return 0

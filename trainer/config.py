@@ -1,0 +1,309 @@
+"""The one training config. Field docstrings are the documentation (`rlvr train --help-config`).
+
+Algorithms are presets that set every knob they depend on together (Dr. GRPO is two coordinated
+settings; forgetting one is how people half-configure it). A TOML file names a preset and
+overrides single fields; command-line `key=value` pairs override the file.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .algorithms import LOSS_AGGREGATIONS, POLICY_LOSSES
+
+__all__ = ["TrainConfig", "PRESETS", "load_config", "field_docs"]
+
+
+@dataclass
+class TrainConfig:
+    # --- what to train on what --------------------------------------------------------------
+    algorithm: str = "grpo"
+    """Preset the run started from (grpo, dr_grpo, dapo, gspo, rloo, reinforce, ppo)."""
+    model: str = "HuggingFaceTB/SmolLM2-135M-Instruct"
+    """Policy: any AutoModelForCausalLM, as a local folder or a hub id."""
+    tokenizer: str = ""
+    """Tokenizer folder or hub id; empty means the model's own."""
+    env: str = "arithmetic"
+    """Environment name (`rlvr envs list`)."""
+    env_kwargs: dict = field(default_factory=dict)
+    """Keyword arguments for the environment factory, e.g. {n_terms = 2}."""
+    output_dir: str = "runs/rlvr"
+    """Run folder: config.json, metrics.jsonl, samples.jsonl, tensorboard/, checkpoints/."""
+    seed: int = 0
+    """Seeds sampling, data order and initialisation of new heads."""
+    steps: int = 100
+    """Number of training steps (one rollout batch + its inner updates each)."""
+    device: str = "auto"
+    """'auto' (cuda if available), 'cpu' or 'cuda'."""
+    dtype: str = "float32"
+    """Parameter dtype: float32 or bfloat16."""
+    # --- sampling ---------------------------------------------------------------------------
+    prompts_per_step: int = 8
+    """Prompts per rollout batch."""
+    group_size: int = 8
+    """Completions sampled per prompt (G, RLOO's K)."""
+    max_completion_length: int = 256
+    """Generation stops here (finish_reason 'length'); also Dr. GRPO's constant normaliser."""
+    temperature: float = 1.0
+    """Sampling temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold."""
+    generation_batch_size: int = 0
+    """Completions generated per `generate` call; 0 = the whole rollout batch at once."""
+    # --- advantages -------------------------------------------------------------------------
+    advantage: str = "grpo"
+    """reinforce (reward - baseline), rloo (leave-one-out), grpo (group-normalised), gae (PPO critic)."""
+    scale_rewards: bool = True
+    """GRPO: divide by the group's std. False is Dr. GRPO."""
+    baseline: str = "batch"
+    """REINFORCE baseline: 'batch' mean or 'moving_average'."""
+    baseline_decay: float = 0.9
+    """Moving-average baseline decay."""
+    gamma: float = 1.0
+    """PPO discount."""
+    gae_lambda: float = 0.95
+    """PPO GAE lambda; 1.0 = Monte Carlo return-to-go."""
+    # --- policy loss ------------------------------------------------------------------------
+    policy_loss: str = "clip"
+    """pg (A * log-prob, REINFORCE/RLOO), clip (token ratio, PPO/GRPO), gspo (sequence ratio)."""
+    loss_aggregation: str = "seq_mean_token_mean"
+    """seq_mean_token_mean (GRPO), seq_mean_token_sum (REINFORCE/RLOO), seq_mean_token_sum_norm (Dr. GRPO), token_mean (DAPO)."""
+    clip_eps_low: float = 0.2
+    """Ratio clamp below: 1 - eps_low."""
+    clip_eps_high: float = 0.2
+    """Ratio clamp above: 1 + eps_high (> eps_low is DAPO's clip-higher)."""
+    inner_steps: int = 1
+    """mu: gradient steps per rollout batch, pi_old and advantages frozen across them."""
+    # --- KL to the reference ----------------------------------------------------------------
+    beta: float = 0.04
+    """KL coefficient (initial value when adaptive). 0 = no reference model is loaded."""
+    kl_estimator: str = "k3"
+    """k1, k2 or k3 (see trainer/algorithms.py for bias and sign)."""
+    kl_in: str = "loss"
+    """'loss' (GRPO: beta*KL per token in the loss) or 'reward' (PPO/REINFORCE: subtracted from rewards)."""
+    kl_target: float = 0.0
+    """Adaptive KL controller target (per-completion KL, k1 summed); 0 = fixed beta."""
+    kl_horizon: float = 10000.0
+    """Adaptive controller horizon (larger = slower beta changes)."""
+    # --- PPO critic -------------------------------------------------------------------------
+    critic_weight: float = 0.5
+    """Weight of the value MSE loss (PPO)."""
+    critic_lr: float = 0.0
+    """Critic learning rate; 0 = same as lr."""
+    # --- DAPO -------------------------------------------------------------------------------
+    dynamic_sampling: bool = False
+    """Drop prompts whose completions all score the same and sample more until the batch is full."""
+    max_sampling_rounds: int = 3
+    """Bound on dynamic-sampling rounds per step (the batch may stay short after it)."""
+    overlong_buffer: int = 0
+    """DAPO overlong shaping: length band before the limit where the penalty ramps to -1; 0 = off."""
+    overlong_penalty: float = 1.0
+    """Scale of the overlong penalty."""
+    drop_failed: bool = True
+    """Leave samples whose verdict failed (timeout, error, infra_error, gold_unparseable) out of baselines and losses."""
+    # --- optimisation -----------------------------------------------------------------------
+    lr: float = 1e-6
+    """AdamW learning rate of the policy."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    adam_betas: tuple = (0.9, 0.999)
+    """AdamW betas."""
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up (optimizer steps), then constant."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip (0 = none)."""
+    micro_batch_size: int = 16
+    """Sequences per forward/backward; gradients accumulate over the rollout batch."""
+    # --- logging, evaluation, checkpoints ---------------------------------------------------
+    log_completions: int = 4
+    """Completions (with verdicts) written to samples.jsonl per step."""
+    reflection_phrases: tuple = ("wait", "let me check", "re-evaluate", "double-check",
+                                 "let me verify", "hmm")
+    """Phrases counted by think/reflection_rate (case-insensitive)."""
+    tensorboard: bool = True
+    """Write TensorBoard event files under output_dir/tensorboard."""
+    progress: bool = True
+    """Show a progress bar."""
+    checkpoint_every: int = 50
+    """Save a checkpoint every N steps (and at the end); 0 = only at the end."""
+    eval_every: int = 0
+    """Evaluate on the test split every N steps (and at the end); 0 = never."""
+    eval_tasks: int = 32
+    """Test tasks per evaluation."""
+    eval_k: int = 4
+    """Samples per test task for pass@k (pass@1 is greedy)."""
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """Fail loud on impossible combinations, naming the fix."""
+        choices = {"advantage": ("reinforce", "rloo", "grpo", "gae"), "baseline": ("batch", "moving_average"),
+                   "policy_loss": POLICY_LOSSES, "loss_aggregation": LOSS_AGGREGATIONS,
+                   "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
+                   "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected one of {list(allowed)}")
+        for name in ("steps", "prompts_per_step", "group_size", "max_completion_length",
+                     "inner_steps", "micro_batch_size", "eval_k", "max_sampling_rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.advantage == "rloo" and self.group_size < 2:
+            raise ValueError("rloo needs group_size >= 2 (a leave-one-out baseline needs company)")
+        if self.policy_loss == "pg" and self.inner_steps != 1:
+            raise ValueError("policy_loss='pg' is on-policy: set inner_steps=1 or use 'clip'")
+        if self.dynamic_sampling and self.group_size < 2:
+            raise ValueError("dynamic_sampling needs group_size >= 2")
+        if self.overlong_buffer > self.max_completion_length:
+            raise ValueError("overlong_buffer must be <= max_completion_length")
+        if self.beta < 0 or self.kl_target < 0:
+            raise ValueError("beta and kl_target must be >= 0")
+
+    @property
+    def adaptive_kl(self) -> bool:
+        return self.kl_target > 0
+
+    @property
+    def needs_reference(self) -> bool:
+        return self.beta > 0 or self.adaptive_kl
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> "TrainConfig":
+        """A config from a named preset, with single fields overridden."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown config keys {sorted(unknown)}; see `rlvr train --help-config`")
+        return cls(**_resolve_overlong({**PRESETS[name], **overrides, "algorithm": name}))
+
+
+_GRPO = dict(advantage="grpo", scale_rewards=True, policy_loss="clip",
+             loss_aggregation="seq_mean_token_mean", clip_eps_low=0.2, clip_eps_high=0.2,
+             beta=0.04, kl_estimator="k3", kl_in="loss", kl_target=0.0, inner_steps=1,
+             dynamic_sampling=False, overlong_buffer=0)
+
+PRESETS: dict[str, dict] = {
+    # DeepSeekMath GRPO: group-normalised advantages, token ratio clip, k3 KL in the loss.
+    "grpo": _GRPO,
+    # Dr. GRPO (Liu et al. 2025): no std division AND a constant length normaliser, no KL.
+    "dr_grpo": {**_GRPO, "scale_rewards": False, "loss_aggregation": "seq_mean_token_sum_norm",
+                "beta": 0.0},
+    # DAPO (Yu et al. 2025): clip-higher, token-level loss, dynamic sampling, overlong shaping.
+    "dapo": {**_GRPO, "clip_eps_low": 0.2, "clip_eps_high": 0.28, "loss_aggregation": "token_mean",
+             "beta": 0.0, "dynamic_sampling": True, "overlong_buffer": -1},
+    # GSPO (Zheng et al. 2025): sequence-level ratio and clip (small eps: ratios are geometric means).
+    "gspo": {**_GRPO, "policy_loss": "gspo", "clip_eps_low": 3e-4, "clip_eps_high": 4e-4,
+             "beta": 0.0, "inner_steps": 2},
+    # RLOO (Ahmadian et al. 2024): leave-one-out baseline, whole completion = one action, k1 KL in reward.
+    "rloo": dict(_GRPO, advantage="rloo", policy_loss="pg", loss_aggregation="seq_mean_token_sum",
+                 beta=0.05, kl_estimator="k1", kl_in="reward"),
+    # REINFORCE with a batch-mean baseline, k1 KL folded into the completion reward.
+    "reinforce": dict(_GRPO, advantage="reinforce", baseline="batch", policy_loss="pg",
+                      loss_aggregation="seq_mean_token_sum", beta=0.05, kl_estimator="k1",
+                      kl_in="reward"),
+    # PPO: critic + GAE, per-token k1 KL in the reward, 4 inner steps, per-response masked mean.
+    "ppo": dict(_GRPO, advantage="gae", gamma=1.0, gae_lambda=0.95, policy_loss="clip",
+                loss_aggregation="seq_mean_token_mean", beta=0.05, kl_estimator="k1",
+                kl_in="reward", inner_steps=4, critic_weight=0.5),
+}
+
+
+def _resolve_overlong(cfg: dict) -> dict:
+    """DAPO's preset says 'overlong shaping on' (-1); the band is a quarter of the limit, as in
+    the paper (4k of 16k), once max_completion_length is known."""
+    if cfg.get("overlong_buffer") == -1:
+        cfg["overlong_buffer"] = max(1, cfg.get("max_completion_length", 256) // 4)
+    return cfg
+
+
+def _coerce(name: str, value, typ):
+    """Parse a command-line string for field `name` into the field's type."""
+    if not isinstance(value, str):
+        return tuple(value) if typ is tuple else value
+    if typ is bool:
+        if value.lower() in ("true", "1", "yes"):
+            return True
+        if value.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"{name}: expected true/false, got {value!r}")
+    if typ in (int, float):
+        try:
+            return typ(value)
+        except ValueError:
+            raise ValueError(f"{name}: expected {typ.__name__}, got {value!r}") from None
+    if typ in (dict, tuple):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = ast.literal_eval(value)
+        return tuple(parsed) if typ is tuple else dict(parsed)
+    return value
+
+
+def _field_types() -> dict:
+    hints = typing.get_type_hints(TrainConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)}
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """['lr=1e-5', 'env_kwargs={"n_terms": 2}'] -> typed values for TrainConfig fields."""
+    types, out = _field_types(), {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"expected KEY=VALUE, got {pair!r}")
+        if key == "preset":
+            out[key] = value
+        elif key not in types:
+            raise ValueError(f"unknown config key {key!r}; known: {', '.join(types)}")
+        else:
+            out[key] = _coerce(key, value, types[key])
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> TrainConfig:
+    """TOML file (`preset = "grpo"` plus any fields) + overrides -> a validated TrainConfig."""
+    data: dict = {}
+    if path is not None:
+        data = tomllib.loads(Path(path).read_text())
+    if isinstance(overrides, dict):
+        data.update(overrides)
+    else:
+        data.update(parse_overrides(overrides or []))
+    preset = data.pop("preset", data.pop("algorithm", "grpo"))
+    types = _field_types()
+    unknown = set(data) - set(types)
+    if unknown:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {', '.join(types)}")
+    data = {k: _coerce(k, v, types[k]) for k, v in data.items()}
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    merged = _resolve_overlong({**PRESETS[preset], **data})
+    return TrainConfig(**{**merged, "algorithm": preset})
+
+
+def field_docs() -> list[tuple[str, str, object, str]]:
+    """(name, type, default, docstring) of every field; the docstring under each field in the
+    source is its documentation (read with `ast`, so the source stays the single place)."""
+    tree = ast.parse(inspect.getsource(TrainConfig))
+    body, docs = tree.body[0].body, {}
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) \
+                and isinstance(getattr(nxt, "value", None), ast.Constant):
+            docs[node.target.id] = str(nxt.value.value)
+    types, out = _field_types(), []
+    for f in dataclasses.fields(TrainConfig):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        out.append((f.name, types[f.name].__name__, default, docs.get(f.name, "")))
+    return out

@@ -1,0 +1,479 @@
+"""The RLVR loop: sample, verify, update, repeat.
+
+    for step in 1..steps:
+        rollout   <- G completions per prompt from pi_old (= the current policy), scored by the env
+        batch     <- frozen per batch: pi_ref log-probs, critic values, advantages (once!)
+        for k in 1..mu:                       # pi_old and the advantages stay frozen
+            loss  <- -objective(pi/pi_old, A) + beta*KL  aggregated per the preset
+            theta <- AdamW step (gradient accumulated over micro-batches, norm-clipped)
+        theta_old <- theta                    # the next rollout samples from the new policy
+        beta      <- KL controller(observed KL)
+
+pi_old's log-probs cost no extra forward pass: at inner step 1 theta == theta_old (the optimizer
+steps once per inner step, after all micro-batches), so the log-probs computed there, detached,
+*are* pi_old's, and the ratio is exactly 1. Only when the KL goes into the reward (PPO,
+REINFORCE, RLOO) are they needed before the advantages, and then a no-grad pass computes them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import algorithms as alg
+from .config import TrainConfig, load_config
+from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
+from .models import (MicroBatch, ValueModel, completion_logprobs, completion_values, frozen_copy,
+                     load_policy, load_tokenizer, pack)
+from .rollout import PromptStream, Rollout, generate, score
+
+__all__ = ["Trainer", "train", "resume"]
+
+
+@dataclass
+class Batch:
+    """A scored rollout made ready for the update; everything here is frozen for the mu steps."""
+    rollout: Rollout
+    micro: list[MicroBatch]
+    loss_mask: list[torch.Tensor]             # per micro-batch [m, C]: real tokens of valid samples
+    advantages: list[torch.Tensor]            # per micro-batch [m, C]
+    old_logp: list[torch.Tensor | None]       # filled at inner step 1 when not precomputed
+    ref_logp: list[torch.Tensor | None]
+    returns: list[torch.Tensor | None]        # PPO critic targets
+    num_seqs: float
+    num_tokens: float
+    stats: dict = field(default_factory=dict)
+
+
+class Trainer:
+    """One training run. `Trainer(config).train()`; `Trainer.resume(run_dir).train()`."""
+
+    def __init__(self, config: TrainConfig, checkpoint: Path | None = None):
+        import rlvr
+        self.cfg = cfg = config
+        self.run_dir = Path(cfg.output_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _seed_everything(cfg.seed)
+        self.device = torch.device("cuda" if cfg.device == "auto" and torch.cuda.is_available()
+                                   else "cpu" if cfg.device == "auto" else cfg.device)
+        self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
+        self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
+        source = str(checkpoint / "policy") if checkpoint else cfg.model
+        self.policy = load_policy(source, cfg.dtype, self.device)
+        self.ref = None
+        if cfg.needs_reference:   # the model before RL started, frozen for the whole run
+            self.ref = (load_policy(cfg.model, cfg.dtype, self.device) if checkpoint
+                        else frozen_copy(self.policy))
+            self.ref.requires_grad_(False)
+        self.critic = ValueModel(cfg.model, cfg.dtype).to(self.device).eval() \
+            if cfg.advantage == "gae" else None
+        groups = [{"params": list(self.policy.parameters()), "lr": cfg.lr}]
+        if self.critic is not None:
+            groups.append({"params": list(self.critic.parameters()), "lr": cfg.critic_lr or cfg.lr})
+        self.optimizer = torch.optim.AdamW(groups, betas=tuple(cfg.adam_betas),
+                                           weight_decay=cfg.weight_decay)
+        warm = cfg.warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.kl_ctl = (alg.AdaptiveKLController(cfg.beta, cfg.kl_target, cfg.kl_horizon)
+                       if cfg.adaptive_kl else alg.FixedKLController(cfg.beta))
+        self.baseline = alg.MovingAverageBaseline(cfg.baseline_decay)
+        self.stream = PromptStream(self.env, cfg.seed)
+        self.step = 0
+        if checkpoint:
+            self._load_checkpoint(checkpoint)
+
+    @classmethod
+    def resume(cls, run_dir: str | Path, **overrides) -> "Trainer":
+        """Continue a run from its latest checkpoint (overrides: e.g. steps=200)."""
+        run_dir = Path(run_dir)
+        latest = run_dir / "checkpoints" / "latest"
+        if not latest.exists():
+            raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {latest})")
+        saved = json.loads((run_dir / "config.json").read_text())["config"]
+        cfg = load_config(None, {**saved, **overrides, "output_dir": str(run_dir)})
+        return cls(cfg, run_dir / "checkpoints" / latest.read_text().strip())
+
+    # --- the loop ---------------------------------------------------------------------------
+    def train(self) -> Path:
+        cfg = self.cfg
+        self._write_run_config()
+        log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress)
+        try:
+            while self.step < cfg.steps:
+                metrics, samples = self.train_step()
+                self.step += 1
+                log.log(self.step, metrics)
+                log.samples(self.step, samples)
+                last = self.step == cfg.steps
+                if cfg.eval_every and (self.step % cfg.eval_every == 0 or last):
+                    log.log(self.step, self.evaluate(), "eval.jsonl")
+                if last or (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
+                    self.save_checkpoint()
+        finally:
+            log.close()
+        return self.run_dir
+
+    def train_step(self) -> tuple[dict, list[dict]]:
+        """One step of the pseudo-code at the top of this file."""
+        cfg, t0 = self.cfg, time.perf_counter()
+        rollout, metrics = self.collect()                       # sample with pi_old, score
+        t1 = time.perf_counter()
+        batch = self.prepare(rollout)                           # freeze ref/values/advantages
+        inner = [self.update(batch, first=(k == 0)) for k in range(cfg.inner_steps)]
+        t2 = time.perf_counter()
+        beta = self.kl_ctl.beta
+        if self.ref is not None:
+            self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")))
+        metrics.update(batch.stats)
+        metrics.update(_merge_inner(inner))
+        n_tokens = sum(len(c) for c in rollout.completion_ids)
+        metrics.update({"beta": beta, "lr": self.scheduler.get_last_lr()[0],
+                        "timing/update_s": t2 - t1, "timing/step_s": t2 - t0,
+                        "throughput/tokens_per_s": n_tokens / (t2 - t0),
+                        "memory/peak_gib": peak_memory_gib()})
+        return metrics, self._sample_rows(batch)
+
+    # --- 1. rollout ---------------------------------------------------------------------------
+    def collect(self) -> tuple[Rollout, dict]:
+        """G completions for each of P prompts, scored. DAPO's dynamic sampling keeps only
+        groups whose rewards differ and samples more prompts (bounded rounds) to refill."""
+        cfg = self.cfg
+        kept, sampled, timing = [], [], {"timing/generate_s": 0.0, "timing/score_s": 0.0}
+        need = cfg.prompts_per_step
+        for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
+            t0 = time.perf_counter()
+            r = generate(self.policy, self.tokenizer, self.stream.take(need), cfg.group_size,
+                         cfg.max_completion_length, cfg.temperature, cfg.top_p,
+                         batch_size=cfg.generation_batch_size)
+            t1 = time.perf_counter()
+            score(self.env, r, cfg.drop_failed)
+            timing["timing/generate_s"] += t1 - t0
+            timing["timing/score_s"] += time.perf_counter() - t1
+            if cfg.overlong_buffer:
+                lengths = torch.tensor([len(c) for c in r.completion_ids])
+                r.rewards = r.rewards + alg.overlong_penalty(
+                    lengths, cfg.max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
+            sampled.append(r)
+            if not cfg.dynamic_sampling:
+                kept.append(r)
+                break
+            G = cfg.group_size
+            signal = alg.groups_with_signal(r.rewards.view(-1, G), r.valid.view(-1, G))
+            keep = signal.nonzero().flatten().tolist()[:need]
+            if keep:
+                kept.append(r.select_groups(keep))
+                need -= len(keep)
+            if need == 0:
+                break
+        everything = Rollout.concat(sampled)
+        metrics = rollout_metrics(everything, self.env, self.tokenizer, cfg.reflection_phrases)
+        metrics.update(timing)
+        # Nothing with signal after every round: train on the last batch (zero advantages).
+        rollout = Rollout.concat(kept) if kept else sampled[-1]
+        if cfg.dynamic_sampling:
+            metrics["dynamic_sampling/rounds"] = len(sampled)
+            metrics["dynamic_sampling/kept_groups"] = rollout.num_groups if kept else 0
+        if metrics["completions/clipped_ratio"] > 0.5 and self.step == 0:
+            warnings.warn(f"{metrics['completions/clipped_ratio']:.0%} of completions hit "
+                          f"max_completion_length={cfg.max_completion_length}; raise it or "
+                          "their answers are never read")
+        return rollout, metrics
+
+    # --- 2. freeze what the inner steps reuse -------------------------------------------------
+    @torch.no_grad()
+    def prepare(self, rollout: Rollout) -> Batch:
+        cfg = self.cfg
+        order = sorted(range(len(rollout)), key=lambda i: -(len(rollout.prompt_ids[i])
+                                                            + len(rollout.completion_ids[i])))
+        micro = [pack(order[i:i + cfg.micro_batch_size], rollout.prompt_ids,
+                      rollout.completion_ids, self.tokenizer.pad_token_id, self.device)
+                 for i in range(0, len(order), cfg.micro_batch_size)]
+        valid = rollout.valid.to(self.device)
+        loss_mask = [mb.mask & valid[mb.rows, None] for mb in micro]
+        ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
+               for mb in micro]
+        kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
+        old = [completion_logprobs(self.policy, mb, cfg.temperature)[0] if kl_in_reward else None
+               for mb in micro]
+        kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~mb.mask, 0.0)
+                  if kl_in_reward else None for o, r, mb in zip(old, ref, micro)]
+        batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
+                      num_seqs=float(max(int(valid.sum()), 1)),
+                      num_tokens=float(max(sum(int(m.sum()) for m in loss_mask), 1)))
+        if cfg.advantage == "gae":
+            self._gae_advantages(batch, kl_tok)
+        else:
+            self._outcome_advantages(batch, kl_tok)
+        return batch
+
+    def _outcome_advantages(self, batch: Batch, kl_tok: list) -> None:
+        """Completion-level advantages (REINFORCE, RLOO, GRPO family), repeated on every token.
+        With the KL in the reward, each completion's reward loses beta * sum_t KL_t first."""
+        cfg, r = self.cfg, batch.rollout
+        rewards = r.rewards.to(self.device).clone()
+        if kl_tok[0] is not None:
+            kl_seq = torch.zeros_like(rewards)
+            for mb, k in zip(batch.micro, kl_tok):
+                kl_seq[mb.rows] = k.sum(-1)
+            rewards -= self.kl_ctl.beta * kl_seq
+        valid, G = r.valid.to(self.device), r.group_size
+        if cfg.advantage == "reinforce":
+            base = None
+            if cfg.baseline == "moving_average":
+                base = self.baseline(float(alg.masked_mean(rewards, valid)))
+            adv = alg.reinforce_advantages(rewards, valid, base)
+        elif cfg.advantage == "rloo":
+            adv = alg.rloo_advantages(rewards.view(-1, G), valid.view(-1, G)).flatten()
+        else:
+            adv = alg.grpo_advantages(rewards.view(-1, G), valid.view(-1, G),
+                                      scale=cfg.scale_rewards).flatten()
+        batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in batch.micro]
+        batch.stats["advantages/mean"] = float(adv[valid].mean()) if valid.any() else 0.0
+        batch.stats["advantages/std"] = float(adv[valid].std()) if valid.sum() > 1 else 0.0
+
+    def _gae_advantages(self, batch: Batch, kl_tok: list) -> None:
+        """PPO: token rewards (-beta*KL per token + outcome at the end), critic values V_old,
+        GAE advantages and returns -- computed once here, frozen for every inner step."""
+        cfg, evs, advs = self.cfg, [], []
+        for i, mb in enumerate(batch.micro):
+            outcome = batch.rollout.rewards.to(self.device)[mb.rows]
+            kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
+            token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
+            values = completion_values(self.critic, mb)
+            adv, ret = alg.gae(token_r, values, mb.mask, cfg.gamma, cfg.gae_lambda)
+            batch.advantages.append(adv.masked_fill(~batch.loss_mask[i], 0.0))
+            batch.returns[i] = ret
+            evs.append((values[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
+            advs.append(adv[batch.loss_mask[i]])
+        v, g = torch.cat([e[0] for e in evs]), torch.cat([e[1] for e in evs])
+        batch.stats["critic/explained_variance"] = alg.explained_variance(v, g, torch.ones_like(v, dtype=torch.bool))
+        batch.stats["critic/value_mean"] = float(v.mean()) if len(v) else float("nan")
+        a = torch.cat(advs)
+        batch.stats["advantages/mean"] = float(a.mean()) if len(a) else 0.0
+        batch.stats["advantages/std"] = float(a.std()) if len(a) > 1 else 0.0
+
+    # --- 3. one inner step --------------------------------------------------------------------
+    def update(self, batch: Batch, first: bool) -> dict:
+        """One optimizer step over the whole batch (gradients accumulated per micro-batch)."""
+        cfg, acc = self.cfg, _Accumulator()
+        self.optimizer.zero_grad(set_to_none=True)
+        for i, mb in enumerate(batch.micro):
+            mask = batch.loss_mask[i]
+            logp, entropy = completion_logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
+            if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
+                batch.old_logp[i] = logp.detach()
+            obj, low, high = alg.policy_objective(cfg.policy_loss, logp, batch.old_logp[i],
+                                                  batch.advantages[i], mask,
+                                                  cfg.clip_eps_low, cfg.clip_eps_high)
+            per_token = -obj
+            if self.ref is not None:
+                kl = alg.kl_estimate(cfg.kl_estimator, logp, batch.ref_logp[i])
+                if cfg.kl_in == "loss":
+                    per_token = per_token + self.kl_ctl.beta * kl
+                if first:
+                    acc.kl(logp.detach(), batch.ref_logp[i], mask)
+            norm = dict(num_seqs=batch.num_seqs, num_tokens=batch.num_tokens,
+                        max_len=cfg.max_completion_length)
+            policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
+            loss = policy_loss
+            if self.critic is not None:
+                values = completion_values(self.critic, mb)
+                vloss = alg.aggregate_loss(alg.value_loss(values, batch.returns[i], mask), mask,
+                                           "seq_mean_token_mean", **norm)
+                loss = loss + cfg.critic_weight * vloss
+                acc.add("loss/value", vloss.item())
+            loss.backward()
+            acc.add("loss", loss.item())
+            acc.add("loss/policy", policy_loss.item())
+            acc.tokens(mask, low, high, entropy)
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float("inf"))
+        self.optimizer.step()
+        self.scheduler.step()
+        return acc.result(batch.num_seqs, float(grad_norm))
+
+    # --- evaluation ---------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """pass@1 (greedy) and pass@k (k samples at the training temperature) on the test split.
+        Runs under its own RNG so evaluating never changes the training trajectory."""
+        cfg = self.cfg
+        if "test" not in self.env.source.splits:
+            raise ValueError(f"environment {self.env.name!r} has no test split for eval")
+        tasks = self.env.sample(cfg.eval_tasks, split="test", seed=cfg.seed)
+        correct = lambda v: v.ok and v.score >= 1.0
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed + self.step)
+            greedy = score(self.env, generate(self.policy, self.tokenizer, tasks, 1,
+                                              cfg.max_completion_length, greedy=True))
+            sampled = score(self.env, generate(self.policy, self.tokenizer, tasks, cfg.eval_k,
+                                               cfg.max_completion_length, cfg.temperature,
+                                               cfg.top_p))
+        k = cfg.eval_k
+        hits = [sum(correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
+        return {"pass@1": sum(map(correct, greedy.verdicts)) / len(tasks),
+                f"pass@{k}": sum(alg.pass_at_k(k, c, k) for c in hits) / len(tasks),
+                "mean_reward": float(sampled.rewards.mean()), "tasks": len(tasks)}
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        """Everything needed to continue exactly: weights (safetensors), optimizer, scheduler,
+        RNG states, data cursor, KL controller, baseline, step and the resolved config."""
+        from safetensors.torch import save_model
+        root = self.run_dir / "checkpoints"
+        name = f"step-{self.step:06d}"
+        tmp = root / (name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.policy.save_pretrained(tmp / "policy", safe_serialization=True)
+        self.tokenizer.save_pretrained(tmp / "policy")
+        if self.critic is not None:
+            save_model(self.critic, str(tmp / "critic.safetensors"))
+        torch.save({"optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(), "rng": _rng_state()},
+                   tmp / "trainer_state.pt")
+        state = {"step": self.step, "cursor": self.stream.cursor,
+                 "kl_controller": self.kl_ctl.state_dict(), "baseline": self.baseline.state_dict(),
+                 "config": self.cfg.to_dict()}
+        (tmp / "state.json").write_text(json.dumps(state, indent=1))
+        final = root / name
+        if final.exists():
+            import shutil
+            shutil.rmtree(final)
+        tmp.rename(final)
+        (root / "latest").write_text(name)
+        return final
+
+    def _load_checkpoint(self, ckpt: Path) -> None:
+        from safetensors.torch import load_model
+        state = json.loads((ckpt / "state.json").read_text())
+        self.step = state["step"]
+        self.stream = PromptStream(self.env, self.cfg.seed, cursor=state["cursor"])
+        self.kl_ctl.load_state_dict(state["kl_controller"])
+        self.baseline.load_state_dict(state["baseline"])
+        if self.critic is not None:
+            load_model(self.critic, str(ckpt / "critic.safetensors"))
+        blob = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+        self.optimizer.load_state_dict(blob["optimizer"])
+        self.scheduler.load_state_dict(blob["scheduler"])
+        _set_rng_state(blob["rng"])        # last: nothing after this may draw random numbers
+
+    def _write_run_config(self) -> None:
+        import rlvr
+        import transformers
+        info = {"config": self.cfg.to_dict(),
+                "versions": {"rlvr": rlvr.__version__, "torch": torch.__version__,
+                             "transformers": transformers.__version__},
+                "env": self.env.describe()}
+        (self.run_dir / "config.json").write_text(json.dumps(info, indent=1, default=str))
+
+    def _sample_rows(self, batch: Batch) -> list[dict]:
+        r, rows = batch.rollout, []
+        adv = {}
+        for mb, a in zip(batch.micro, batch.advantages):
+            for j, row in enumerate(mb.rows):
+                adv[row] = float(a[j][mb.mask[j]].mean()) if mb.mask[j].any() else 0.0
+        for i in range(min(self.cfg.log_completions, len(r))):
+            v = r.verdicts[i]
+            rows.append({"task_id": r.tasks[i].id, "answer": r.tasks[i].answer,
+                         "completion": r.completions[i].text,
+                         "finish_reason": r.completions[i].finish_reason,
+                         "reward": float(r.rewards[i]), "advantage": adv.get(i, 0.0),
+                         "verdict": {"score": v.score, "status": v.status,
+                                     "extracted": v.extracted, "reason": v.reason}})
+        return rows
+
+
+class _Accumulator:
+    """Sums per-token statistics over micro-batches of one inner step."""
+
+    def __init__(self):
+        self.sums, self.n_tok, self.low, self.high = {}, 0.0, 0.0, 0.0
+        self.ent_sum, self.ent_n = 0.0, 0.0
+        self.kl_parts = None
+
+    def add(self, key, value):
+        self.sums[key] = self.sums.get(key, 0.0) + value
+
+    def tokens(self, mask, low, high, entropy):
+        self.n_tok += float(mask.sum())
+        self.low += float((low & mask).sum())
+        self.high += float((high & mask).sum())
+        if entropy is not None:
+            self.ent_sum += float(entropy[mask].sum())
+            self.ent_n += float(mask.sum())
+
+    def kl(self, logp, ref_logp, mask):
+        k1, k3 = alg.kl_k1(logp, ref_logp) * mask, alg.kl_k3(logp, ref_logp) * mask
+        parts = [float(k1.sum()), float(k3.sum()), float(mask.any(-1).sum())]
+        self.kl_parts = parts if self.kl_parts is None else [a + b for a, b in zip(self.kl_parts, parts)]
+
+    def result(self, num_seqs: float, grad_norm: float) -> dict:
+        n = max(self.n_tok, 1.0)
+        out = {**self.sums, "grad_norm": grad_norm, "clip_ratio/low_mean": self.low / n,
+               "clip_ratio/high_mean": self.high / n,
+               "clip_ratio/region_mean": (self.low + self.high) / n}
+        if self.ent_n:
+            out["entropy"] = self.ent_sum / self.ent_n
+        if self.kl_parts is not None:
+            k1, k3, seqs = self.kl_parts
+            out.update({"kl": k3 / n, "kl/k1": k1 / n, "kl/k3": k3 / n,
+                        "kl/k1_seq_sum": k1 / max(seqs, 1.0)})
+        return out
+
+
+def _merge_inner(inner: list[dict]) -> dict:
+    """Losses, grad norms and clip fractions averaged over the mu inner steps; entropy and KL
+    come from inner step 1 (measured at theta_old, the policy that sampled)."""
+    out = {}
+    for key in inner[0]:
+        vals = [d[key] for d in inner if key in d]
+        out[key] = inner[0][key] if key in ("entropy",) or key.startswith("kl") else sum(vals) / len(vals)
+    out["inner_steps"] = len(inner)
+    return out
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> dict:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(),
+             "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def train(config: TrainConfig | str | Path | None = None, **overrides) -> Path:
+    """Python API mirroring `rlvr train`: a TrainConfig, or a TOML path, plus field overrides.
+
+    >>> train("configs/grpo_arithmetic.toml", steps=10)        # doctest: +SKIP
+    """
+    if isinstance(config, TrainConfig):
+        cfg = load_config(None, {**config.to_dict(), **overrides}) if overrides else config
+    else:
+        cfg = load_config(config, overrides)
+    return Trainer(cfg).train()
+
+
+def resume(run_dir: str | Path, **overrides) -> Path:
+    """Python API mirroring `rlvr train --resume RUN_DIR`."""
+    return Trainer.resume(run_dir, **overrides).train()

@@ -1,0 +1,150 @@
+"""Step metrics (names from ../shared/DESIGN.md, documented in docs/trainer.md) and where they go:
+metrics.jsonl, TensorBoard, the progress bar, and a per-step sample of completions."""
+from __future__ import annotations
+
+import json
+import math
+import resource
+from pathlib import Path
+
+import torch
+
+from rlvr.core import STATUSES
+from rlvr.verifiers.parser import ThinkParser
+
+__all__ = ["rollout_metrics", "MetricsLogger", "peak_memory_gib"]
+
+
+def _mean(xs) -> float:
+    xs = list(xs)
+    return float(sum(xs) / len(xs)) if xs else float("nan")
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return float(xs[min(len(xs) - 1, int(q * len(xs)))])
+
+
+def rollout_metrics(rollout, env, tokenizer, reflection_phrases) -> dict:
+    """Everything measurable from a scored rollout before any update."""
+    valid, rewards = rollout.valid, rollout.rewards
+    r = rewards[valid]
+    m = {"reward": float(r.mean()) if len(r) else float("nan"),
+         "reward_std": float(r.std()) if len(r) > 1 else 0.0,
+         "samples/count": len(rollout), "samples/excluded": int((~valid).sum())}
+    names = {n for v in rollout.verdicts for n in v.components}
+    for name in sorted(names):
+        vals = [v.components[name] for v, ok in zip(rollout.verdicts, valid) if ok and name in v.components]
+        m[f"rewards/{name}/mean"] = _mean(vals)
+    m.update(_verifier_metrics(rollout, env.name))
+    m.update(_length_metrics(rollout))
+    m.update(think_metrics([c.text for c in rollout.completions], tokenizer,
+                           getattr(env, "parser", None) or ThinkParser(), reflection_phrases))
+    G = rollout.group_size
+    grid = rewards.view(-1, G)
+    if G > 1:
+        m["frac_reward_zero_std"] = float((grid.std(-1) == 0).float().mean())
+    return m
+
+
+def _verifier_metrics(rollout, name: str) -> dict:
+    n = max(len(rollout), 1)
+    out = {f"verifier/{name}/{s}_rate": sum(v.status == s for v in rollout.verdicts) / n
+           for s in STATUSES}
+    lat = [v.latency_s for v in rollout.verdicts]
+    out[f"verifier/{name}/latency_p50_s"] = _quantile(lat, 0.5)
+    out[f"verifier/{name}/latency_p99_s"] = _quantile(lat, 0.99)
+    return out
+
+
+def _length_metrics(rollout) -> dict:
+    lengths = [len(c) for c in rollout.completion_ids]
+    stopped = [len(c.token_ids) for c in rollout.completions if c.finish_reason == "stop"]
+    return {"completions/mean_length": _mean(lengths), "completions/min_length": min(lengths),
+            "completions/max_length": max(lengths),
+            "completions/clipped_ratio": 1.0 - len(stopped) / len(lengths),
+            "completions/mean_terminated_length": _mean(stopped)}
+
+
+def think_metrics(texts: list[str], tokenizer, parser, reflection_phrases) -> dict:
+    """How the think/answer format is doing: the R1-Zero story (longer thinking, 'aha'
+    reflections) is read from these, not from the reward alone."""
+    parsed = [parser.parse(t) for t in texts]
+    n = max(len(texts), 1)
+    count = lambda s: len(tokenizer(s, add_special_tokens=False).input_ids) if s else 0
+    phrases = [p.lower() for p in reflection_phrases]
+    return {
+        "think/present_rate": sum(p.think_present for p in parsed) / n,
+        "think/closed_rate": sum(p.think_closed for p in parsed) / n,
+        "think/well_formed_rate": sum(p.well_formed for p in parsed) / n,
+        "think/unclosed_rate": sum(p.think_present and not p.think_closed for p in parsed) / n,
+        "think/mean_tokens": _mean(count(p.think) for p in parsed if p.think_present),
+        "answer/mean_tokens": _mean(count(p.answer) for p in parsed),
+        "think/reflection_rate": sum(any(ph in t.lower() for ph in phrases) for t in texts) / n,
+    }
+
+
+def peak_memory_gib() -> float:
+    """Peak resident memory of this process (CUDA: peak allocated) in GiB."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda.max_memory_allocated() / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _finite(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+class MetricsLogger:
+    """Appends one JSON line per step to metrics.jsonl (and eval.jsonl), mirrors scalars to
+    TensorBoard and the progress bar, and writes sampled completions to samples.jsonl."""
+
+    def __init__(self, run_dir: Path, start_step: int, total_steps: int, tensorboard: bool,
+                 progress: bool):
+        self.dir = Path(run_dir)
+        for name in ("metrics.jsonl", "eval.jsonl", "samples.jsonl"):
+            _truncate_after(self.dir / name, start_step)   # a resumed run rewrites what follows
+        self.tb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+            self.tb = SummaryWriter(str(self.dir / "tensorboard"), purge_step=start_step + 1)
+        from tqdm.auto import tqdm
+        self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress,
+                        desc="rlvr train", dynamic_ncols=True)
+
+    def log(self, step: int, metrics: dict, file: str = "metrics.jsonl") -> None:
+        row = {"step": step, **{k: _finite(v) if isinstance(v, float) else v
+                                for k, v in metrics.items()}}
+        with open(self.dir / file, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.tb is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and math.isfinite(v):
+                    self.tb.add_scalar(k if file == "metrics.jsonl" else f"eval/{k}", v, step)
+        if file == "metrics.jsonl":
+            self.bar.update(1)
+            self.bar.set_postfix({k: f"{metrics[k]:.3g}" for k in
+                                  ("reward", "kl", "completions/mean_length", "entropy")
+                                  if isinstance(metrics.get(k), float)}, refresh=False)
+
+    def samples(self, step: int, rows: list[dict]) -> None:
+        with open(self.dir / "samples.jsonl", "a") as f:
+            for row in rows:
+                f.write(json.dumps({"step": step, **row}, default=str) + "\n")
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        self.bar.close()
+
+
+def _truncate_after(path: Path, step: int) -> None:
+    """Drop rows of steps after `step` (written by a run that died after its last checkpoint)."""
+    if not path.exists():
+        return
+    keep = [line for line in path.read_text().splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= step]
+    path.write_text("".join(line + "\n" for line in keep))
+
