@@ -1,0 +1,1 @@
+"""Use rlvr environments and verifiers from other trainers (TRL, verl) without switching."""
