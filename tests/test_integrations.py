@@ -58,3 +58,23 @@ def test_trl_reward_funcs_through_the_pool_match_in_process():
     local = reward_funcs(env)[0](prompts=ds["prompt"], completions=comps, **kwargs)
     pooled = reward_funcs(env, deadline_s=10)[0](prompts=ds["prompt"], completions=comps, **kwargs)
     assert pooled == local and local[3:] == [1.0, 1.0, 1.0]
+
+
+def test_trl_grpo_trainer_runs_one_step_on_rlvr_rewards(tmp_path):
+    import trl   # a test extra (pip install -e .[test]): its absence is a failure, not a skip
+    from rlvr.trainer.tiny import build_tiny_model
+    env = load_env("arithmetic", format_weight=0.1)
+    args = trl.GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4,
+                          num_generations=4, max_completion_length=8, max_steps=1, use_cpu=True,
+                          report_to=[], logging_steps=1, save_strategy="no",
+                          reward_weights=reward_weights(env))
+    trainer = trl.GRPOTrainer(model=build_tiny_model(tmp_path / "tiny"),
+                              reward_funcs=reward_funcs(env), args=args,
+                              train_dataset=to_trl_dataset(env, n=8))
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert trainer.state.global_step == 1
+    # TRL logged each rlvr component under its own name, and the weighted total
+    assert {"rewards/numeric_match/mean", "rewards/think_format/mean"} <= set(logged)
+    expected = logged["rewards/numeric_match/mean"] + 0.1 * logged["rewards/think_format/mean"]
+    assert logged["reward"] == pytest.approx(expected, abs=1e-6)
