@@ -4,5 +4,7 @@ Importing this package registers rlvr's built-in environments.
 """
 from .base import Environment, RowSource, TaskSource, r1_base_prompt, r1_chat_prompt
 from . import arithmetic  # noqa: F401  (registers "arithmetic")
+from . import reward_model  # noqa: F401  (registers "reward-model")
+from . import formatting  # noqa: F401  (registers "ifeval-style", "json-schema", "think-format")
 
 __all__ = ["Environment", "RowSource", "TaskSource", "r1_base_prompt", "r1_chat_prompt"]

@@ -772,7 +772,10 @@ class InstructionFollowing(BaseReward):
     The task carries `instruction_id_list` and `kwargs` (IFEval's row format) in its metadata;
     the response is read from the parser's answer span (a reasoning model's thinking never
     counts). `partial=True` scores the fraction followed (instruction-level accuracy) instead of
-    all-or-nothing. `extracted` is IFEval's `follow_instruction_list`.
+    all-or-nothing; a task may set metadata `gate_instructions: k` so that no credit is given
+    unless its first k instructions hold (the generated tasks gate on the topic keyword, so an
+    off-topic "I don't know." earns nothing for being short). `extracted` is IFEval's
+    `follow_instruction_list`.
 
     >>> from rlvr import Task
     >>> task = Task("t", metadata={"instruction_id_list": ["punctuation:no_comma"],
@@ -813,7 +816,11 @@ class InstructionFollowing(BaseReward):
             if v.score != 1.0:
                 reasons.append(f"{iid}: {v.reason}")
                 status = UNPARSED if v.status == UNPARSED else status
-        score = (sum(followed) / len(followed) if self.partial else float(all(followed)))
+        gate = int(task.metadata.get("gate_instructions") or 0)
+        if self.partial and all(followed[:gate]):
+            score = sum(followed) / len(followed)
+        else:
+            score = float(all(followed))
         return Verdict(score, status if score < 1.0 else OK, extracted=followed,
                        reason="; ".join(reasons))
 
