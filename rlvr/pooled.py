@@ -14,6 +14,11 @@ from .pool import Factory, WorkerPool, default_pool
 __all__ = ["PooledReward"]
 
 
+def _env_reward(name: str, env_args: dict, module: str | None):
+    from .registry import env_reward
+    return env_reward(name, env_args, module).reward
+
+
 def _score_pair(reward, pair) -> Verdict:
     task, completion = pair
     return reward.score(task, completion)
@@ -37,6 +42,22 @@ class PooledReward(BaseReward):
         self.version = version or getattr(reward, "version", "1")
         self._required = (reward.required_fields() if hasattr(reward, "required_fields")
                           else set())
+
+    @classmethod
+    def for_env(cls, env, *, deadline_s: float = 10.0, env_args: dict | None = None,
+                pool: WorkerPool | None = None) -> "PooledReward":
+        """The reward of registered environment `env` (an Environment or its name), rebuilt
+        inside each worker by name -- so it works even when the environment can't be pickled."""
+        from .registry import _entry
+        name = env if isinstance(env, str) else env.name
+        factory = Factory(_env_reward, {"name": name, "env_args": env_args or {},
+                                        "module": _entry(name).module})
+        built = env if not isinstance(env, str) else None
+        reward = built.reward if built is not None else None
+        out = cls(factory, deadline_s=deadline_s, pool=pool, name=name,
+                  version=reward.version if reward is not None else "1")
+        out._required = reward.required_fields() if reward is not None else set()
+        return out
 
     @property
     def pool(self) -> WorkerPool:

@@ -143,3 +143,13 @@ def test_interpreter_exits_even_if_a_pool_was_never_closed():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=30, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "(None, 1)"
+
+
+def test_pooled_reward_for_a_registered_env_by_name(pool):
+    import envs_for_tests  # noqa: F401  (registers test-hang, whose env holds a lambda)
+    from rlvr import load_env
+    env = load_env("test-hang")
+    r = PooledReward.for_env(env, deadline_s=DEADLINE, pool=pool)
+    tasks = env.sample(3)
+    verdicts = r.score_batch(tasks, [env.gold(tasks[0]), "hang", "<answer>-1</answer>"])
+    assert [(v.status, v.score) for v in verdicts] == [("ok", 1.0), ("timeout", 0.0), ("ok", 0.0)]
