@@ -1,0 +1,55 @@
+"""The `reward-model` environment: a learned reward, alone or weighted with a verifier.
+
+    rlvr score --env reward-model --env-arg path=rm/ rows.jsonl -o scored.jsonl
+    rlvr score --env reward-model --env-arg path=rm/ --env-arg base_env=arithmetic \\
+        --env-arg verifier_weight=1.0 --env-arg weight=0.5 rows.jsonl -o scored.jsonl
+
+With `base_env`, tasks (and so prompts, gold answers and task ids) come from that environment
+and its rewards stay in the mix with their weights scaled by `verifier_weight` (0 = logged
+only): every component's score is in `Verdict.components`. Without one, the environment scores
+rows that carry their own `prompt` (scoring rows need an `answer` field, which the reward model
+ignores, until `rlvr score --reward-model` reads prompt/completion rows directly).
+"""
+from __future__ import annotations
+
+from rlvr.core import Task
+from rlvr.registry import load_env, register_env
+from rlvr.verifiers.reward_model import RewardModel
+
+from .base import Environment, RowSource
+
+__all__ = ["reward_model_env"]
+
+# Prompts for the registry's smoke check when no base environment supplies tasks.
+_SMOKE_PROMPTS = ("What is 2 + 3?", "Name a prime number larger than 10.")
+
+
+@register_env("reward-model")
+def reward_model_env(path: str, base_env: str | None = None, base_env_args: dict | None = None,
+                     weight: float = 1.0, verifier_weight: float = 0.0, name: str = "reward_model",
+                     **reward_model_args) -> Environment:
+    """A learned reward model (`RewardModel(path, **reward_model_args)`) as an environment.
+
+    `weight` is the reward model's weight; `base_env`'s own rewards join with their weights
+    times `verifier_weight`. Keyword arguments not named here go to `RewardModelConfig`
+    (`normalize`, `batch_size`, `max_length`, `device`, `kind`...).
+
+    >>> env = reward_model_env("rm/", base_env="arithmetic", verifier_weight=1.0,
+    ...                        weight=0.5)                                  # doctest: +SKIP
+    >>> env.reward.score(task, completion).components                       # doctest: +SKIP
+    {'reward_model': 0.83, 'numeric_match': 1.0, 'think_format': 1.0}
+    """
+    rm = RewardModel(path, name=name, **reward_model_args)
+    if base_env is None:
+        source = RowSource({"train": [Task(f"smoke/{i}", prompt=p, answer="")
+                                      for i, p in enumerate(_SMOKE_PROMPTS)]})
+        return Environment(name="reward-model", source=source, rewards=[(rm, weight)],
+                           version=rm.version,
+                           description=f"learned reward model {path} ({rm.model.kind})")
+    base = load_env(base_env, check=False, **(base_env_args or {}))
+    rewards = [(rm, weight)] + [(r, w * verifier_weight) for r, w in base.rewards]
+    env = Environment(name=f"{base.name}+{name}", source=base.source, rewards=rewards,
+                      version=f"{base.version}+{rm.version}", parser=base.parser,
+                      description=f"{base.description} Plus learned reward model {path}.")
+    env.gold = base.gold
+    return env

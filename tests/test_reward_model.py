@@ -1,0 +1,206 @@
+"""RewardModel: the Bradley-Terry loss by hand, scoring (batched == single, save/load, errors,
+truncation, normalisation), the reward-model environment mixed with a verifier, light imports."""
+import json
+import math
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rlvr.core import Completion, Task  # noqa: E402
+from rlvr.trainer.reward_model import bradley_terry_loss, build_tiny_reward_model  # noqa: E402
+from rlvr.verifiers.reward_model import RewardModel, load_scalar_model  # noqa: E402
+
+PROMPTS = ["What is 2 + 3?", [{"role": "system", "content": "Be brief."},
+                              {"role": "user", "content": "Name a prime above 10."}],
+           "Say hi", "What is 12 * 12? Think first."]
+COMPLETIONS = ["<think>2 + 3 = 5</think> <answer>5</answer>", "11", "hi there, friend!",
+               "<think>12 * 12 = 144</think> <answer>144</answer> and a long tail " * 2]
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tmp_path_factory):
+    return str(build_tiny_reward_model(tmp_path_factory.mktemp("rm-cls"), "classifier", seed=1))
+
+
+@pytest.fixture(scope="module")
+def value_head_dir(tmp_path_factory):
+    path = build_tiny_reward_model(tmp_path_factory.mktemp("rm-vh"), "value_head", seed=2)
+    # The builder zero-initialises the head (scores all 0); give it weights so scores differ.
+    model, tok = load_scalar_model(str(path))
+    torch.manual_seed(3)
+    torch.nn.init.normal_(model.head.weight)
+    model.save(path, tok)
+    return str(path)
+
+
+def _tasks():
+    return [Task(f"t{i}", prompt=p) for i, p in enumerate(PROMPTS)]
+
+
+# --------------------------------------------------------------------------- the loss
+
+def test_bradley_terry_loss_hand_computed():
+    r_c = torch.tensor([2.0, 0.0, -1.0], requires_grad=True)
+    r_r = torch.tensor([0.0, 0.0, 1.0])
+    # gaps g = r_c - r_r = [2, 0, -2]; -log sigma(g) = log(1 + e^-g):
+    #   log(1 + e^-2) = 0.126928, log(1 + 1) = 0.693147, log(1 + e^2) = 2.126928
+    #   mean = (0.126928 + 0.693147 + 2.126928) / 3 = 2.947003 / 3 = 0.982334
+    loss, acc = bradley_terry_loss(r_c, r_r)
+    assert loss.item() == pytest.approx(0.982334, abs=1e-6)
+    # chosen wins only in pair 0 (the tie in pair 1 counts as not learned)
+    assert acc.item() == pytest.approx(1 / 3)
+    # d loss / d r_c_i = -(1 - sigma(g_i)) / 3 = -sigma(-g_i) / 3; for g = 0: -0.5 / 3
+    loss.backward()
+    assert r_c.grad[1].item() == pytest.approx(-1 / 6, abs=1e-7)
+    assert r_c.grad[0].item() == pytest.approx(-(1 / (1 + math.exp(2))) / 3, abs=1e-7)
+
+
+def test_bradley_terry_margin_scalar_and_per_pair():
+    r_c, r_r = torch.tensor([2.0, 0.0, -1.0]), torch.tensor([0.0, 0.0, 1.0])
+    # margin 1: g - 1 = [1, -1, -3]; log(1+e^-1) = 0.313262, log(1+e) = 1.313262,
+    # log(1+e^3) = 3.048587; mean = 4.675111 / 3 = 1.558370
+    loss, _ = bradley_terry_loss(r_c, r_r, 1.0)
+    assert loss.item() == pytest.approx(1.558370, abs=1e-6)
+    # per-pair margins [0, 1, 0]: [2, -1, -2] -> (0.126928 + 1.313262 + 2.126928) / 3 = 1.189039
+    loss, _ = bradley_terry_loss(r_c, r_r, torch.tensor([0.0, 1.0, 0.0]))
+    assert loss.item() == pytest.approx(1.189039, abs=1e-6)
+    # a huge wrong-way gap stays finite: -log sigma(-1000) = 1000 (log(sigmoid) would be inf)
+    loss, _ = bradley_terry_loss(torch.tensor([-500.0]), torch.tensor([500.0]))
+    assert loss.item() == pytest.approx(1000.0)
+
+
+# --------------------------------------------------------------------------- scoring
+
+@pytest.mark.parametrize("which", ["classifier_dir", "value_head_dir"])
+def test_batched_scoring_equals_one_at_a_time(which, request):
+    rm = RewardModel(request.getfixturevalue(which), batch_size=3)
+    tasks = _tasks()
+    batched = rm.score_batch(tasks, COMPLETIONS)
+    single = [rm.score(t, c) for t, c in zip(tasks, COMPLETIONS)]
+    assert all(v.ok for v in batched + single), [v.reason for v in batched + single]
+    for b, s in zip(batched, single):
+        assert b.score == pytest.approx(s.score, abs=1e-5)
+        assert b.extracted == b.score          # no normalisation: score is the raw scalar
+        assert b.latency_s > 0 and b.version.startswith("reward_model@")
+    assert len({round(v.score, 4) for v in batched}) == len(batched)   # really different inputs
+
+
+def test_saved_and_loaded_back_scores_identically(classifier_dir, tmp_path):
+    rm = RewardModel(classifier_dir)
+    before = [v.score for v in rm.score_batch(_tasks(), COMPLETIONS)]
+    model, tok = load_scalar_model(classifier_dir)
+    model.save(tmp_path / "copy", tok)
+    after = [v.score for v in RewardModel(str(tmp_path / "copy")).score_batch(_tasks(), COMPLETIONS)]
+    assert after == before
+    clone = pickle.loads(pickle.dumps(rm))      # workers get the recipe and reload the weights
+    assert [v.score for v in clone.score_batch(_tasks(), COMPLETIONS)] == before
+
+
+def test_unscorable_inputs_are_errors_not_zero(classifier_dir):
+    rm = RewardModel(classifier_dir)
+    tasks = [Task("ok", prompt="Say hi"), Task("int", prompt=123),
+             Task("msg", prompt=[{"role": "user"}]), Task("empty", prompt=[])]
+    verdicts = rm.score_batch(tasks, ["hello"] * 4)
+    assert verdicts[0].ok
+    for v in verdicts[1:]:
+        assert v.status == "error" and v.reason.startswith("cannot score")
+    assert rm.score(Task("t", prompt="hi"), 42).status == "error"   # not a string
+    # the good pair in a batch with bad ones scores what it scores alone
+    assert verdicts[0].score == pytest.approx(rm.score(tasks[0], "hello").score, abs=1e-5)
+    assert rm.stats["errors"] == 3      # 42 was refused at the Reward boundary, before the model
+
+
+def test_truncation_is_reported_or_an_error(classifier_dir):
+    long = "x" * 200
+    v = RewardModel(classifier_dir, max_length=40).score(Task("t", prompt="p"), long)
+    assert v.ok and "truncated from" in v.reason and "to 40 tokens" in v.reason
+    strict = RewardModel(classifier_dir, max_length=40, on_overflow="error")
+    assert strict.score(Task("t", prompt="p"), long).status == "error"
+
+
+def test_sigmoid_and_running_normalisation(classifier_dir):
+    raw = RewardModel(classifier_dir).score_batch(_tasks(), COMPLETIONS)
+    sig = RewardModel(classifier_dir, normalize="sigmoid").score_batch(_tasks(), COMPLETIONS)
+    for r, s in zip(raw, sig):
+        assert s.score == pytest.approx(1 / (1 + math.exp(-r.score)), abs=1e-6)
+        assert s.extracted == pytest.approx(r.score, abs=1e-6)
+    run = RewardModel(classifier_dir, normalize="running", batch_size=8)
+    first = [v.score for v in run.score_batch(_tasks(), COMPLETIONS)]
+    # one batch: statistics come from that batch, so it is standardised exactly
+    mean = sum(first) / len(first)
+    std = math.sqrt(sum((x - mean) ** 2 for x in first) / (len(first) - 1))
+    assert mean == pytest.approx(0.0, abs=1e-6) and std == pytest.approx(1.0, abs=1e-4)
+
+
+def test_value_head_backbone_without_head_is_refused(tmp_path):
+    path = build_tiny_reward_model(tmp_path / "lm", causal_lm=True)
+    with pytest.raises(FileNotFoundError, match="value_head.safetensors"):
+        RewardModel(str(path), kind="value_head")
+    rm = RewardModel(str(path), kind="value_head", init_value_head=True)
+    assert rm.score(Task("t", prompt="hi"), "there").ok
+
+
+def test_multi_logit_classifier_is_refused(tmp_path):
+    from transformers import AutoModelForSequenceClassification, LlamaConfig
+    from rlvr.trainer.reward_model import build_tiny_tokenizer
+    tok = build_tiny_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                      num_hidden_layers=1, num_attention_heads=2, num_labels=3,
+                      pad_token_id=tok.pad_token_id)
+    AutoModelForSequenceClassification.from_config(cfg).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="one logit"):
+        RewardModel(str(tmp_path))
+
+
+# --------------------------------------------------------------------------- environments
+
+def test_combined_environment_reports_every_component(classifier_dir):
+    from rlvr.envs.reward_model import reward_model_env
+    env = reward_model_env(classifier_dir, base_env="arithmetic", weight=0.5,
+                           verifier_weight=1.0, normalize="sigmoid")
+    assert env.describe()["rewards"] == {"reward_model": 0.5, "numeric_match": 1.0,
+                                         "think_format": 0.0}
+    task = env.sample(1)[0]
+    completions = [env.gold(task), "<think>hmm</think> <answer>-999</answer>", "no idea"]
+    verdicts = env.reward.score_batch([task] * 3, completions)
+    for v, c in zip(verdicts, completions):
+        assert set(v.components) == {"reward_model", "numeric_match", "think_format"}
+        rm = v.components["reward_model"]
+        assert 0.0 < rm < 1.0
+        assert v.score == pytest.approx(1.0 * v.components["numeric_match"] + 0.5 * rm)
+        assert env.reward.score(task, c).components == pytest.approx(v.components, abs=1e-5)
+    assert verdicts[0].components["numeric_match"] == 1.0
+    assert verdicts[1].components["numeric_match"] == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="check_env applies gold=1/junk=0 to learned rewards; "
+                   "needs the registry change described in docs/reward_models.md")
+def test_rlvr_score_with_reward_model_env(classifier_dir, tmp_path, capsys):
+    from rlvr.cli import main
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"r{i}", "prompt": p, "completion": c,
+                                        "answer": ""}) + "\n"
+                            for i, (p, c) in enumerate(zip(PROMPTS, COMPLETIONS))))
+    out = tmp_path / "out.jsonl"
+    code = main(["score", "--env", "reward-model", "--env-arg", f"path={classifier_dir}",
+                 str(rows), "-o", str(out), "--workers", "0", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    scored = [json.loads(line) for line in out.read_text().splitlines()]
+    expected = RewardModel(classifier_dir).score_batch(_tasks(), COMPLETIONS)
+    assert [r["status"] for r in scored] == ["ok"] * 4
+    assert [r["score"] for r in scored] == pytest.approx([v.score for v in expected], abs=1e-5)
+
+
+def test_import_rlvr_does_not_import_torch():
+    code = ("import sys, rlvr, rlvr.verifiers, rlvr.envs, rlvr.verifiers.reward_model, "
+            "rlvr.trainer.rm_cli\n"
+            "from rlvr import list_envs\nassert 'reward-model' in list_envs()\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
