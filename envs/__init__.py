@@ -6,5 +6,6 @@ from .base import Environment, RowSource, TaskSource, r1_base_prompt, r1_chat_pr
 from . import arithmetic  # noqa: F401  (registers "arithmetic")
 from . import reward_model  # noqa: F401  (registers "reward-model")
 from . import formatting  # noqa: F401  (registers "ifeval-style", "json-schema", "think-format")
+from . import code  # noqa: F401  (registers "code", "humaneval", "code-stdio")
 
 __all__ = ["Environment", "RowSource", "TaskSource", "r1_base_prompt", "r1_chat_prompt"]

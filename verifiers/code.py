@@ -1,0 +1,331 @@
+"""The code verifier: run a completion's code against host-owned tests in the sandbox.
+
+The harness does not trust the program -- isolation protects the host, not the reward. So the
+sandbox gets the solution and the test *inputs* only; a small driver (`code_driver.py`) calls the
+entry point per input (or runs the program per stdin) and writes each result as plain JSON to a
+dedicated pipe (fd 3). The host parses, type-checks and compares every result; expected outputs
+and checkers never enter the sandbox. Printing "PASSED", `os._exit(0)`, patching `sys.exit` or
+`math.isclose`, returning objects whose `__eq__` always agrees, inspecting frames or reading the
+tests from disk therefore earn nothing, and a missing, extra or malformed record is a failure.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from rlvr.core import ERROR, INFRA_ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
+from rlvr.sandbox.base import Limits, RunResult, Sandbox, SandboxUnavailable
+
+from .code_driver import decode, encode
+from .parser import ThinkParser
+
+__all__ = ["CodeTests", "TestCase", "CodeReward", "extract_code", "compare_values",
+           "compare_stdout", "shared_sandbox"]
+
+DRIVER = Path(__file__).with_name("code_driver.py")
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+CHECKS = ("eq", "truthy", "falsy", "abs_tol", "seq")
+
+
+def extract_code(answer: str) -> str | None:
+    """The last fenced code block (``` or ```python) of the answer span, or None.
+
+    >>> extract_code("Here:\\n```python\\nprint(1)\\n```\\nand ```\\nx = 2\\n```")
+    'x = 2\\n'
+    """
+    blocks = _FENCE.findall(answer or "")
+    return blocks[-1][1] if blocks else None
+
+
+@dataclass
+class TestCase:
+    """One host-owned test. Functional: `input` is the argument list and `output` the expected
+    value, compared by `check` (eq, truthy, falsy, abs_tol, seq). I/O: `input` is the stdin text
+    and `output` the expected stdout."""
+    __test__ = False      # not a pytest class, despite the name
+    input: Any
+    output: Any = None
+    check: str = "eq"
+    tol: float | None = None
+
+    def __post_init__(self):
+        if self.check not in CHECKS:
+            raise ValueError(f"unknown check {self.check!r}; expected one of {CHECKS}")
+
+
+@dataclass
+class CodeTests:
+    """A test suite: `entry_point` set = functional tests, None = stdin/stdout tests.
+
+    `strict_sequences`: tuples and lists differ (Python semantics, as in HumanEval's literal
+    checks); off for JSON-provided tests, since JSON cannot write a tuple.
+    """
+    cases: list[TestCase]
+    entry_point: str | None = None
+    strict_sequences: bool = False
+    preamble: str = ""
+    """Code placed before the solution (HumanEval's imports and helper functions)."""
+    notes: str = ""
+
+    def __post_init__(self):
+        if not self.cases:
+            raise ValueError("a code task needs at least one test case")
+
+    @classmethod
+    def from_rows(cls, tests: Sequence[dict], entry_point: str | None = None) -> "CodeTests":
+        """From dataset rows: [{"input": [args], "output": v}] or [{"stdin": s, "stdout": s}]."""
+        cases = []
+        for k, t in enumerate(tests):
+            if not isinstance(t, dict):
+                raise ValueError(f"test {k} must be an object, got {type(t).__name__}")
+            if entry_point:
+                if "input" not in t or "output" not in t or not isinstance(t["input"], list):
+                    raise ValueError(f"functional test {k} needs 'input' (a list of arguments) "
+                                     f"and 'output'; got keys {sorted(t)}")
+                cases.append(TestCase(t["input"], t["output"], t.get("check", "eq"), t.get("tol")))
+            else:
+                if not isinstance(t.get("stdin"), str) or not isinstance(t.get("stdout"), str):
+                    raise ValueError(f"I/O test {k} needs string 'stdin' and 'stdout'; "
+                                     f"got keys {sorted(t)}")
+                cases.append(TestCase(t["stdin"], t["stdout"]))
+        return cls(cases, entry_point)
+
+
+# --------------------------------------------------------------------------- comparisons
+
+def compare_values(expected, actual, tol: float = 1e-6, strict_sequences: bool = True) -> bool:
+    """Typed equality: bool is never a number, numbers compare with tolerance, containers
+    recursively. Only plain decoded values reach here, so no user `__eq__` ever runs."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    numbers = (int, float)
+    if isinstance(expected, numbers) and isinstance(actual, numbers):
+        if isinstance(expected, int) and isinstance(actual, int):
+            return expected == actual
+        if math.isnan(expected) or math.isnan(actual):
+            return math.isnan(expected) and math.isnan(actual)
+        return math.isclose(expected, actual, rel_tol=tol, abs_tol=tol)
+    seqs = (list, tuple)
+    if isinstance(expected, seqs) and isinstance(actual, seqs):
+        if strict_sequences and type(expected) is not type(actual):
+            return False
+        return len(expected) == len(actual) and all(
+            compare_values(e, a, tol, strict_sequences) for e, a in zip(expected, actual))
+    if type(expected) is not type(actual):
+        return False
+    if isinstance(expected, dict):
+        return expected.keys() == actual.keys() and all(
+            compare_values(v, actual[k], tol, strict_sequences) for k, v in expected.items())
+    return expected == actual
+
+
+def _tokens_match(e: str, a: str, tol: float) -> bool:
+    if e == a:
+        return True
+    if not re.search(r"[.eE]", e):       # integers and words must match exactly
+        return False
+    try:
+        return math.isclose(float(e), float(a), rel_tol=tol, abs_tol=tol)
+    except ValueError:
+        return False
+
+
+def compare_stdout(expected: str, actual: str, tol: float = 1e-6) -> tuple[bool, str]:
+    """Every line compared, whitespace-tolerant; the line counts must agree (trailing blank lines
+    aside), so a truncated output never passes."""
+    exp = [ln.split() for ln in expected.rstrip().splitlines()]
+    got = [ln.split() for ln in actual.rstrip().splitlines()]
+    if len(exp) != len(got):
+        return False, f"expected {len(exp)} lines, got {len(got)}"
+    for n, (e, a) in enumerate(zip(exp, got), 1):
+        if len(e) != len(a) or not all(_tokens_match(x, y, tol) for x, y in zip(e, a)):
+            return False, f"line {n}: expected {' '.join(e)[:80]!r}, got {' '.join(a)[:80]!r}"
+    return True, ""
+
+
+def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float) -> str:
+    """'' when the case passed, else why not."""
+    if tests.entry_point is None:
+        if record.get("timeout"):
+            return "timed out"
+        if not isinstance(record.get("stdout"), str) or record.get("rc") != 0:
+            return f"exit code {record.get('rc')}"
+        return compare_stdout(case.output, record["stdout"], tol)[1] or ""
+    if "error" in record:
+        return f"raised {str(record['error'])[:200]}"
+    actual = decode(record["value"])
+    if case.check == "truthy":
+        return "" if actual else f"expected a truthy value, got {_short(actual)}"
+    if case.check == "falsy":
+        return "" if not actual else f"expected a falsy value, got {_short(actual)}"
+    if case.check == "abs_tol":
+        ok = (isinstance(actual, (int, float)) and not isinstance(actual, bool)
+              and abs(actual - case.output) < case.tol)
+        return "" if ok else f"expected {_short(case.output)} within {case.tol}, got {_short(actual)}"
+    if case.check == "seq":
+        actual = tuple(actual) if isinstance(actual, (list, tuple)) else actual
+    strict = tests.strict_sequences and case.check != "seq"
+    ok = compare_values(case.output, actual, case.tol or tol, strict)
+    return "" if ok else f"expected {_short(case.output)}, got {_short(actual)}"
+
+
+def _short(v, n: int = 120) -> str:
+    s = repr(v)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+# --------------------------------------------------------------------------- the reward
+
+_shared: dict = {}
+_shared_lock = threading.Lock()
+
+
+def shared_sandbox(backend: str = "process") -> Sandbox:
+    """One sandbox per backend per process (workers each get their own)."""
+    with _shared_lock:
+        sb = _shared.get(backend)
+        if sb is None or sb._closed:
+            from rlvr.sandbox import get_sandbox
+            sb = _shared[backend] = get_sandbox(backend)
+            import atexit
+            atexit.register(sb.close)
+        return sb
+
+
+@dataclass
+class CodeReward(BaseReward):
+    """Score = fraction of tests passed (or 1/0 with `all_or_nothing`), run in the sandbox.
+
+    Reads the tests from `task.answer` (a CodeTests). Sandbox outages are retried `retries`
+    times, then reported as `infra_error` -- never as the program's failure.
+
+    >>> from rlvr.core import Task
+    >>> tests = CodeTests([TestCase([2, 3], 5)], entry_point="add")
+    >>> CodeReward().score(Task("t", answer=tests),
+    ...                    "```python\\ndef add(a, b):\\n    return a + b\\n```").score  # doctest: +SKIP
+    1.0
+    """
+    backend: str = "process"
+    limits: Limits = field(default_factory=lambda: Limits(wall_s=10.0, cpu_s=10.0))
+    all_or_nothing: bool = False
+    float_tol: float = 1e-6
+    io_timeout_s: float = 4.0
+    """Per-test limit for stdin/stdout tests (each runs as its own process)."""
+    retries: int = 2
+    parser: ThinkParser = field(default_factory=ThinkParser)
+    name: str = "code"
+    version: str = "1"
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_sandbox"}
+
+    @property
+    def sandbox(self) -> Sandbox:
+        sb = self.__dict__.get("_sandbox")
+        return sb if sb is not None and not sb._closed else shared_sandbox(self.backend)
+
+    def use_sandbox(self, sandbox: Sandbox) -> "CodeReward":
+        self.__dict__["_sandbox"] = sandbox
+        return self
+
+    def _score(self, task: Task, completion: Completion) -> Verdict:
+        tests = task.answer
+        if not isinstance(tests, CodeTests):
+            return Verdict(0.0, ERROR, reason=f"task {task.id!r} carries no CodeTests "
+                                             f"(answer is {type(tests).__name__})")
+        code = extract_code(self.parser.parse(completion.text).answer)
+        if code is None:
+            return Verdict(0.0, UNPARSED, reason="no fenced code block in the answer")
+        return self.run_tests(code, tests)
+
+    def run_tests(self, code: str, tests: CodeTests) -> Verdict:
+        """Run every test of one sample in ONE sandbox execution and grade on the host."""
+        run, files = self._request(code, tests)
+        for attempt in range(self.retries + 1):
+            try:
+                res = self.sandbox.run(DRIVER.read_text(), files=files, limits=run)
+            except SandboxUnavailable as exc:
+                res = RunResult("infra_error", reason=str(exc))
+            if res.status != "infra_error":
+                break
+            time.sleep(0.2 * (attempt + 1))
+        else:
+            return Verdict(0.0, INFRA_ERROR, extracted=code,
+                           reason=f"sandbox unavailable after {self.retries + 1} tries: "
+                                  f"{res.reason}")
+        return self._grade(code, tests, res)
+
+    def _request(self, code: str, tests: CodeTests) -> tuple[Limits, dict]:
+        lim = self.limits
+        if tests.entry_point:
+            spec = {"mode": "function", "entry_point": tests.entry_point,
+                    "inputs": [encode(list(c.input)) for c in tests.cases]}
+        else:
+            spec = {"mode": "io", "inputs": [c.input for c in tests.cases],
+                    "timeout_s": self.io_timeout_s, "output_bytes": lim.output_bytes // 4}
+            lim = Limits(**{**lim.__dict__, "wall_s": min(
+                lim.wall_s * 10, lim.wall_s + self.io_timeout_s * len(tests.cases))})
+        source = f"{tests.preamble}\n\n{code}" if tests.preamble else code
+        return lim, {"solution.py": source, "tests.json": json.dumps(spec)}
+
+    def _grade(self, code: str, tests: CodeTests, res: RunResult) -> Verdict:
+        records, problem = _parse_channel(res.channel, len(tests.cases))
+        n = len(tests.cases)
+        if problem:
+            return Verdict(0.0, OK, extracted=code, reason=f"0/{n} passed: {problem}",
+                           components={"tests_passed": 0.0})
+        failures = []
+        for i, case in enumerate(tests.cases):
+            if i not in records:
+                why = f"no result ({res.status}: {res.reason or 'the program stopped'})"
+            else:
+                try:
+                    why = _check_case(case, records[i], tests, self.float_tol)
+                except (ValueError, TypeError, OverflowError) as exc:
+                    why = f"malformed result ({exc})"
+            if why:
+                failures.append(f"test {i}: {why}")
+        passed = n - len(failures)
+        score = float(passed == n) if self.all_or_nothing else passed / n
+        reason = f"{passed}/{n} passed" + (": " + "; ".join(failures[:5]) if failures else "")
+        return Verdict(score, OK, extracted=code, reason=reason[:2000],
+                       components={"tests_passed": passed / n})
+
+    def score_batch(self, tasks, completions):
+        if len(tasks) != len(completions):
+            raise ValueError(f"{len(tasks)} tasks but {len(completions)} completions")
+        with ThreadPoolExecutor(max(1, self.sandbox.concurrency)) as ex:
+            return list(ex.map(self.score, tasks, completions))
+
+    def required_fields(self) -> set[str]:
+        return set()
+
+
+def _parse_channel(data: bytes, n: int) -> tuple[dict, str]:
+    """Result records by test index, or a reason the whole channel is rejected."""
+    records: dict[int, dict] = {}
+    for k, line in enumerate(data.split(b"\n")):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            return {}, f"malformed result record {k}"
+        if not isinstance(rec, dict):
+            return {}, f"malformed result record {k}"
+        if "load_error" in rec:
+            return {}, f"the solution failed to load: {str(rec['load_error'])[:300]}"
+        i = rec.get("i")
+        if type(i) is not int or not 0 <= i < n:
+            return {}, f"result record {k} names no test ({str(i)[:20]})"
+        if i in records:
+            return {}, f"test {i} reported twice"
+        records[i] = rec
+    return records, ""
