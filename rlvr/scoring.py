@@ -53,6 +53,10 @@ class ScoreConfig:
     """Hard wall-clock limit per row; past it the row is a `timeout` and its worker is replaced."""
     block_rows: int = 4096
     """Rows read and scored per block (memory is proportional to this, not to the input)."""
+    backend: str = "process"
+    """Where rows are scored: 'process' (a local worker pool) or 'ray' (Ray actors)."""
+    ray_address: str | None = None
+    """Ray cluster to join with the 'ray' backend; None starts a local Ray instance."""
     resume: bool = True
     """Continue a previous run's output instead of refusing to touch it."""
     progress: bool = True
@@ -256,7 +260,7 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
     done_line = _prepare_output(cfg, out_path, summary)
     total = count_rows(cfg)
     own_pool = pool is None and cfg.workers > 0
-    pool = WorkerPool(cfg.workers) if own_pool else pool
+    pool = _make_pool(cfg) if own_pool else pool
     bar = _progress(cfg, total, summary.rows)
     try:
         # One block is scored ahead while the previous one is written, so workers never
@@ -284,6 +288,15 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
         if own_pool:
             pool.close()
     return summary
+
+
+def _make_pool(cfg: ScoreConfig):
+    if cfg.backend == "process":
+        return WorkerPool(cfg.workers)
+    if cfg.backend == "ray":
+        from .ray_backend import RayPool
+        return RayPool(cfg.workers, address=cfg.ray_address)
+    raise ValueError(f"unknown backend {cfg.backend!r}; use 'process' or 'ray'")
 
 
 def _blocks(rows: Iterator, size: int) -> Iterator[list]:
@@ -322,7 +335,8 @@ def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary) -> 
     """
     meta_path = out_path.with_name(out_path.name + ".meta.json")
     meta = {"config": {k: v for k, v in asdict(cfg).items()
-                       if k not in ("workers", "progress", "resume", "block_rows")},
+                       if k not in ("workers", "progress", "resume", "block_rows", "backend",
+                                    "ray_address")},
             "rlvr_version": __version__}
     if out_path.exists() and out_path.stat().st_size > 0:
         if not cfg.resume:
@@ -387,6 +401,10 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="worker processes (0: in this process, no deadlines)")
     p.add_argument("--deadline", type=float, default=10.0, help="seconds allowed per row")
+    p.add_argument("--backend", choices=("process", "ray"), default="process",
+                   help="score in local worker processes, or on Ray actors (pip install 'rlvr[ray]')")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster address for --backend ray (default: start a local one)")
     p.add_argument("--block-rows", type=int, default=4096)
     p.add_argument("--no-resume", action="store_true",
                    help="refuse to continue an existing output file")
@@ -408,7 +426,14 @@ def cmd_score(args) -> int:
                       completion_field=args.completion_field, answer_field=args.answer_field,
                       split=args.split, workers=args.workers, deadline_s=args.deadline,
                       block_rows=args.block_rows, resume=not args.no_resume,
+                      backend=args.backend, ray_address=args.ray_address,
                       progress=not args.no_progress)
+    if args.backend == "ray":
+        try:
+            from .ray_backend import require_ray
+            require_ray()
+        except ImportError as exc:
+            raise UsageError(str(exc)) from None
     try:
         summary = score_file(cfg)
     except (UnknownEnvError, EnvContractError, FileExistsError, ValueError) as exc:
