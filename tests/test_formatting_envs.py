@@ -117,6 +117,28 @@ def test_ifeval_data_file(tmp_path):
         ifeval_tasks([{"prompt": "x"}])
 
 
+def test_ifeval_data_from_a_saved_datasets_directory(tmp_path):
+    import datasets
+    # the hub copy's shape: every kwargs dict carries every argument, unused ones null
+    rows = [{**IFEVAL_ROW, "key": 1, "kwargs": [{"num_words": None, "keywords": None}]}]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "ds"))
+    env = load_env("ifeval-style", data=str(tmp_path / "ds"), check=False)
+    task = env.sample(1)[0]
+    assert env.reward.score(task, "hi").score == 1.0
+
+
+def test_rlvr_score_on_raw_ifeval_rows_keyed_by_key(tmp_path):
+    src = tmp_path / "responses.jsonl"
+    src.write_text(json.dumps({**IFEVAL_ROW, "response": "hello there"}) + "\n"
+                   + json.dumps({**IFEVAL_ROW, "key": 8, "response": "Hello"}) + "\n")
+    out = tmp_path / "scored.jsonl"
+    assert main(["score", "--env", "ifeval-style", str(src), "-o", str(out), "--id-field", "key",
+                 "--completion-field", "response", "--workers", "0", "--no-progress"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["score"] for r in rows] == [1.0, 0.0]
+    assert "1 capital letter (first 'H' at char 0)" in rows[1]["reason"]
+
+
 def test_json_schema_rows_may_bring_their_schema():
     env = load_env("json-schema")
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

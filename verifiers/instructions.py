@@ -22,6 +22,8 @@ eight loose variants passes (markdown `*` removed, first and/or last line droppe
 """
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import operator
 import re
@@ -98,7 +100,7 @@ def count_words(text: str) -> int:
     >>> count_words("Hello, big\u200bworld!")
     2
     """
-    return sum(1 for _ in _WORD.finditer(clean(text)))
+    return len(_WORD.findall(clean(text)))
 
 
 def count_sentences(text: str) -> int:
@@ -120,7 +122,7 @@ def count_bullets(text: str) -> int:
     >>> count_bullets("* one\\n- two\\n*not a bullet*\\n1. numbered")
     2
     """
-    return sum(1 for _ in _MARKDOWN_BULLET.finditer(clean(text)))
+    return len(_MARKDOWN_BULLET.findall(clean(text)))
 
 
 # Emphasis: no whitespace just inside the stars, one line at most (linear: [^\n*] cannot overlap).
@@ -135,8 +137,10 @@ def count_highlights(text: str) -> int:
     2
     """
     text = clean(text)
-    bold = sum(1 for _ in _BOLD.finditer(text))
-    return bold + sum(1 for _ in _ITALIC.finditer(_BOLD.sub(" ", text)))
+    if "*" not in text:
+        return 0
+    bold = len(_BOLD.findall(text))
+    return bold + len(_ITALIC.findall(_BOLD.sub(" ", text) if bold else text))
 
 
 _PLACEHOLDER = re.compile(r"\[[^\[\]\n]*\w[^\[\]\n]*\]")
@@ -148,9 +152,10 @@ def count_placeholders(text: str) -> int:
     >>> count_placeholders("Dear [name], see [ ] and [[x]]")
     2
     """
-    return sum(1 for _ in _PLACEHOLDER.finditer(clean(text)))
+    return len(_PLACEHOLDER.findall(clean(text)))
 
 
+@functools.lru_cache(maxsize=256)
 def _section_pattern(spliter: str) -> re.Pattern:
     return re.compile(r"(?:^|(?<=\s))" + re.escape(spliter.strip()) + r"[ \t]*\d+",
                       re.IGNORECASE | re.MULTILINE)
@@ -162,7 +167,7 @@ def count_sections(text: str, section_spliter: str = "Section") -> int:
     >>> count_sections("SECTION 1 hi\\nSection ２ there", "Section")
     2
     """
-    return sum(1 for _ in _section_pattern(section_spliter).finditer(clean(text)))
+    return len(_section_pattern(section_spliter).findall(clean(text)))
 
 
 def count_capital_words(text: str) -> int:
@@ -324,20 +329,19 @@ _STOPWORDS = {
     "tr": "ve bir bu da de için ile çok ne gibi daha olan ama",
 }
 _STOPSETS = {lang: frozenset(words.split()) for lang, words in _STOPWORDS.items()}
-# Scripts that name (nearly) one language; checked by share of letters.
-_SCRIPTS = [
-    ("ko", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")), ("ja", re.compile(r"[\u3040-\u30ff]")),
-    ("zh", re.compile(r"[\u4e00-\u9fff]")), ("th", re.compile(r"[\u0e00-\u0e7f]")),
-    ("he", re.compile(r"[\u0590-\u05ff]")), ("el", re.compile(r"[\u0370-\u03ff]")),
-    ("bn", re.compile(r"[\u0980-\u09ff]")), ("pa", re.compile(r"[\u0a00-\u0a7f]")),
-    ("gu", re.compile(r"[\u0a80-\u0aff]")), ("ta", re.compile(r"[\u0b80-\u0bff]")),
-    ("te", re.compile(r"[\u0c00-\u0c7f]")), ("kn", re.compile(r"[\u0c80-\u0cff]")),
-    ("ml", re.compile(r"[\u0d00-\u0d7f]")), ("ka", re.compile(r"[\u10a0-\u10ff]")),
-    ("hy", re.compile(r"[\u0530-\u058f]")),
-]
-_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
-_ARABIC = re.compile(r"[\u0600-\u06ff]")
-_DEVANAGARI = re.compile(r"[\u0900-\u097f]")
+# Unicode blocks of scripts that name (nearly) one language: (first, last code point, language).
+# Shared scripts (Cyrillic, Arabic, Devanagari, Han) are split further by `_refine_script`.
+_SCRIPT_BLOCKS = sorted([
+    (0x0370, 0x03FF, "el"), (0x0400, 0x04FF, "ru"), (0x0530, 0x058F, "hy"),
+    (0x0590, 0x05FF, "he"), (0x0600, 0x06FF, "ar"), (0x0900, 0x097F, "hi"),
+    (0x0980, 0x09FF, "bn"), (0x0A00, 0x0A7F, "pa"), (0x0A80, 0x0AFF, "gu"),
+    (0x0B80, 0x0BFF, "ta"), (0x0C00, 0x0C7F, "te"), (0x0C80, 0x0CFF, "kn"),
+    (0x0D00, 0x0D7F, "ml"), (0x0E00, 0x0E7F, "th"), (0x10A0, 0x10FF, "ka"),
+    (0x1100, 0x11FF, "ko"), (0x3040, 0x30FF, "ja"), (0x4E00, 0x9FFF, "zh"),
+    (0xAC00, 0xD7AF, "ko"),
+])
+_BLOCK_STARTS = [b[0] for b in _SCRIPT_BLOCKS]
+_NON_ASCII_LETTER = re.compile(r"[^\W\d_\x00-\x7f]")
 _LETTER = re.compile(r"[^\W\d_]")
 _SAMPLE_CHARS = 20_000      # language is decided on a prefix: enough, and bounded on megabytes
 
@@ -355,10 +359,9 @@ def detect_language(text: str) -> tuple[str | None, str]:
     letters = len(_LETTER.findall(sample))
     if letters < 8:
         return None, f"too little text to tell the language ({_plural(count_words(sample), 'word')})"
-    for lang, pattern in [*_SCRIPTS, ("ru", _CYRILLIC), ("ar", _ARABIC), ("hi", _DEVANAGARI)]:
-        share = len(pattern.findall(sample)) / letters
-        if share >= 0.5:
-            return _refine_script(lang, sample), f"{share:.0%} of letters in its script"
+    script, share = _main_script(sample, letters)
+    if script:
+        return _refine_script(script, sample), f"{share:.0%} of letters in its script"
     words = [w.lower() for w in _WORD.findall(sample) if not w.isdigit()]
     if len(words) < 4:
         return None, f"too little text to tell the language ({_plural(len(words), 'word')})"
@@ -368,6 +371,24 @@ def detect_language(text: str) -> tuple[str | None, str]:
     if best < 2 or best / len(words) < 0.1 or best < 1.5 * second:
         return None, f"unsure: {best} stop words of {lang!r} vs {second} of the runner-up"
     return lang, f"{best} of {len(words)} words are {lang!r} stop words"
+
+
+def _main_script(sample: str, letters: int) -> tuple[str | None, float]:
+    """The non-Latin script holding at least half the letters, if any (one pass, by block)."""
+    others = _NON_ASCII_LETTER.findall(sample)
+    if len(others) < letters / 2:
+        return None, 0.0
+    counts = Counter()
+    for c in others:
+        k = bisect.bisect_right(_BLOCK_STARTS, ord(c)) - 1
+        if k >= 0 and ord(c) <= _SCRIPT_BLOCKS[k][1]:
+            counts[_SCRIPT_BLOCKS[k][2]] += 1
+    if not counts:
+        return None, 0.0
+    script, n = counts.most_common(1)[0]
+    if script == "zh" and counts["ja"]:        # kana among the kanji: Japanese
+        script, n = "ja", n + counts["ja"]
+    return (script, n / letters) if n >= letters / 2 else (None, 0.0)
 
 
 def _refine_script(lang: str, sample: str) -> str:
@@ -386,8 +407,6 @@ def _refine_script(lang: str, sample: str) -> str:
             return "mr"
         if words & {"छ", "छन्", "हो", "गर्न"}:
             return "ne"
-    if lang == "ja" or (lang == "zh" and re.search(r"[\u3040-\u30ff]", sample)):
-        return "ja"
     return lang
 
 
@@ -410,7 +429,7 @@ def response_language(text: str, language: str) -> Verdict:
 # --------------------------------------------------------------------------- case
 
 def _first_offender(text: str, bad: Callable[[str], bool], what: str) -> Verdict:
-    n = sum(1 for c in text if bad(c))
+    n = sum(map(bad, text))
     i = next(i for i, c in enumerate(text) if bad(c))
     return _fail(f"{_plural(n, what + ' letter')} (first {text[i]!r} at char {i})", n)
 
@@ -755,6 +774,11 @@ def check_instruction(instruction_id: str, text: str, kwargs: dict | None = None
         return fn(text, **args)
     if mode != "loose":
         raise ValueError(f"mode must be 'strict' or 'loose', got {mode!r}")
+    return _loose(fn, text, args)
+
+
+def _loose(fn: Callable[..., Verdict], text: str, args: dict) -> Verdict:
+    """The first passing loose variant's verdict, else the verdict on the text as written."""
     first = None
     for variant in loose_variants(text):
         v = fn(variant, **args)
@@ -809,9 +833,9 @@ class InstructionFollowing(BaseReward):
             return Verdict(0.0, UNPARSED, extracted=[False] * len(spec),
                            reason=f"empty response{why}")
         followed, reasons, status = [], [], OK
+        strict = self.mode == "strict"
         for iid, args in spec:
-            v = CHECKERS[iid](answer, **args) if self.mode == "strict" else \
-                check_instruction(iid, answer, args, "loose")
+            v = CHECKERS[iid](answer, **args) if strict else _loose(CHECKERS[iid], answer, args)
             followed.append(v.score == 1.0)
             if v.score != 1.0:
                 reasons.append(f"{iid}: {v.reason}")
