@@ -15,6 +15,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_ROW_ERRORS = 0, 1, 2, 3
 _SUBCOMMANDS = [
     "rlvr.cli_envs",
     "rlvr.scoring",
+    "rlvr.sandbox.cli",
     "rlvr.trainer.rm_cli",
     "rlvr.trainer.cli",
 ]
