@@ -8,7 +8,8 @@ import pytest
 from rlvr import Task
 from rlvr.verifiers import structured
 from rlvr.verifiers.structured import (
-    CsvTable, JsonSchemaMatch, JsonValid, parse_csv, parse_json, schema_check, schema_from_fields)
+    CsvTable, JsonSchemaMatch, JsonValid, parse_csv, parse_json, parse_yaml, schema_check,
+    schema_from_fields)
 
 # (text, fence mode, expected value or None, substring of the problem)
 JSON_TABLE = [
@@ -117,6 +118,32 @@ def test_hostile_json_is_fast_and_never_raises():
         v = JsonSchemaMatch().score(task, text)
         assert v.status in ("ok", "unparsed") and v.score in (0.0, 1.0)
     assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("text,score,status,reason", [
+    ("name: Ada\nage: 36", 1.0, "ok", ""),
+    ("```yaml\nname: Ada\nage: 36\n```", 1.0, "ok", ""),
+    ("name: Ada\nage: x", 0.0, "ok", "at $.age: 'x' is not of type 'integer'"),
+    ("name: 2020-01-01\nage: 3", 0.0, "ok", "is not of type 'string'"),      # YAML dates
+    ("a: &x [1, 2]\nb: *x", 0.0, "unparsed", "aliases (*name) are not allowed"),
+    ("!!python/object/apply:os.system ['true']", 0.0, "unparsed", "could not determine a constructor"),
+    ("a: [1", 0.0, "unparsed", "not YAML"),
+    ("- " * 5000 + "x", 0.0, "unparsed", "not YAML"),
+    ("", 0.0, "unparsed", "empty response"),
+])
+def test_yaml_answers_against_a_schema(text, score, status, reason):
+    task = Task("t", answer=schema_from_fields({"name": "string", "age": "integer"}))
+    v = JsonSchemaMatch(syntax="yaml").score(task, text)
+    assert (v.score, v.status) == (score, status), v.reason
+    assert (reason in v.reason) if reason else v.reason == ""
+
+
+def test_billion_laughs_is_refused_fast():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    start = time.perf_counter()
+    assert "aliases" in parse_yaml("\n".join(lines))[1]
+    assert time.perf_counter() - start < 1
 
 
 CSV_TASK = Task("t", metadata={"columns": ["name", "age"], "n_rows": 2})

@@ -1,4 +1,5 @@
-"""Structured output: valid JSON, conformance to a JSON Schema, CSV with the wanted columns.
+"""Structured output: valid JSON, conformance to a JSON Schema (JSON or YAML answers), CSV with
+the wanted columns.
 
 Validation is the `jsonschema` package's (every draft it knows, picked from the schema's
 `$schema`, 2020-12 by default); what is ours is reading the value out of model text and saying
@@ -22,8 +23,8 @@ from rlvr.core import GOLD_UNPARSEABLE, UNPARSED, BaseReward, Verdict
 
 from .parser import ThinkParser
 
-__all__ = ["parse_json", "JsonValid", "JsonSchemaMatch", "schema_from_fields", "schema_check",
-           "CsvTable", "parse_csv", "MAX_DEPTH"]
+__all__ = ["parse_json", "parse_yaml", "JsonValid", "JsonSchemaMatch", "schema_from_fields",
+           "schema_check", "CsvTable", "parse_csv", "MAX_DEPTH"]
 
 MAX_DEPTH = 64          # deeper JSON is not something a model should be rewarded for
 _FENCE = re.compile(r"^```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)\n?[ \t]*```$", re.DOTALL)
@@ -96,6 +97,42 @@ def parse_json(text: str, fence: str = "allow") -> tuple[Any, str]:
         return None, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
     except (ValueError, RecursionError) as exc:     # e.g. an integer past Python's digit limit
         return None, f"not JSON: {type(exc).__name__}: {str(exc)[:120]}"
+
+
+def _no_aliases_loader():
+    """yaml.SafeLoader that refuses anchors and aliases: `safe_load` shares aliased nodes, but
+    validating or writing the value walks every copy, so ten lines of nested aliases ("billion
+    laughs") would cost billions of steps."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.YAMLError("aliases (*name) are not allowed")
+            return super().compose_node(parent, index)
+    return NoAliasLoader
+
+
+def parse_yaml(text: str) -> tuple[Any, str]:
+    """(value, "") or (None, what is wrong): one YAML document, optionally ```yaml fenced.
+
+    >>> parse_yaml("name: Ada\\nage: 36")
+    ({'name': 'Ada', 'age': 36}, '')
+    >>> parse_yaml("a: &x [1]\\nb: *x")[1]
+    'not YAML: aliases (*name) are not allowed'
+    """
+    import yaml
+    body, _ = unfence(text, ("", "yaml", "yml"))
+    if not body.strip():
+        return None, "empty response"
+    if not _depth_ok(body):
+        return None, f"YAML nested deeper than {MAX_DEPTH} levels"
+    try:
+        return yaml.load(body, Loader=_no_aliases_loader()), ""
+    except yaml.YAMLError as exc:
+        return None, f"not YAML: {str(exc).splitlines()[0][:160]}"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not YAML: {type(exc).__name__}: {str(exc)[:120]}"
 
 
 def _path(error) -> str:
@@ -194,7 +231,8 @@ class JsonValid(BaseReward):
 class JsonSchemaMatch(BaseReward):
     """1.0 when the answer is JSON matching the task's schema (`task.answer`, a dict or JSON
     text, or metadata `schema`). `partial=True` gives the fraction of constraints met
-    (`schema_check`); the default is all-or-nothing.
+    (`schema_check`); the default is all-or-nothing. `syntax="yaml"` reads the answer as YAML
+    (anchors and aliases refused) and validates it against the same schema.
 
     >>> from rlvr import Task
     >>> task = Task("t", answer=schema_from_fields({"n": "integer"}))
@@ -206,8 +244,13 @@ class JsonSchemaMatch(BaseReward):
     name, version = "json_schema", "1"
 
     def __init__(self, parser: ThinkParser | None = None, partial: bool = False,
-                 fence: str = "allow"):
+                 fence: str = "allow", syntax: str = "json"):
+        if syntax not in ("json", "yaml"):
+            raise ValueError(f"syntax must be 'json' or 'yaml', got {syntax!r}")
         self.parser, self.partial, self.fence = parser or ThinkParser(), partial, fence
+        self.syntax = syntax
+        if syntax == "yaml":
+            self.name = "yaml_schema"
 
     def _score(self, task, completion):
         try:
@@ -215,7 +258,9 @@ class JsonSchemaMatch(BaseReward):
             _validator(schema)
         except ValueError as exc:        # json.JSONDecodeError included
             return Verdict(0.0, GOLD_UNPARSEABLE, reason=f"bad schema: {exc}")
-        value, problem = parse_json(self.parser.parse(completion.text).answer, self.fence)
+        answer = self.parser.parse(completion.text).answer
+        value, problem = (parse_json(answer, self.fence) if self.syntax == "json"
+                          else parse_yaml(answer))
         if problem:
             return Verdict(0.0, UNPARSED, reason=problem)
         try:
