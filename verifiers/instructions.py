@@ -88,9 +88,9 @@ def _fail(reason: str, extracted=None) -> Verdict:
 # --------------------------------------------------------------------------- counting
 
 _WORD = re.compile(r"\w+")
-# Dots that do not end a sentence: decimals and a few common abbreviations.
-_NON_FINAL_DOT = re.compile(
-    r"(?<=\d)\.(?=\d)|\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|cf|No)\.", re.IGNORECASE)
+# Words whose dot does not end a sentence (a break after them is merged with what follows).
+# Decimals need nothing: a sentence break needs whitespace after the punctuation.
+_ABBREVIATIONS = frozenset("mr. mrs. ms. dr. prof. sr. jr. st. vs. e.g. i.e. cf. no.".split())
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n+")
 
 
@@ -109,8 +109,9 @@ def count_sentences(text: str) -> int:
     >>> count_sentences("Dr. Who paid 3.5 pounds. Really? Yes!")
     3
     """
-    text = _NON_FINAL_DOT.sub(lambda m: m.group(0).replace(".", ""), clean(text))
-    return sum(1 for seg in _SENTENCE_BREAK.split(text) if seg and _WORD.search(seg))
+    segments = [seg for seg in _SENTENCE_BREAK.split(clean(text)) if seg and _WORD.search(seg)]
+    return sum(1 for seg in segments[:-1]
+               if seg.rsplit(None, 1)[-1].lower() not in _ABBREVIATIONS) + bool(segments)
 
 
 _MARKDOWN_BULLET = re.compile(r"^[ \t]*[*+\-•][ \t]+\S", re.MULTILINE)
@@ -356,21 +357,21 @@ def detect_language(text: str) -> tuple[str | None, str]:
     (None, 'too little text to tell the language (1 word)')
     """
     sample = clean(text[:_SAMPLE_CHARS])
-    letters = len(_LETTER.findall(sample))
-    if letters < 8:
-        return None, f"too little text to tell the language ({_plural(count_words(sample), 'word')})"
-    script, share = _main_script(sample, letters)
-    if script:
-        return _refine_script(script, sample), f"{share:.0%} of letters in its script"
-    words = [w.lower() for w in _WORD.findall(sample) if not w.isdigit()]
-    if len(words) < 4:
-        return None, f"too little text to tell the language ({_plural(len(words), 'word')})"
-    hits = sorted(((sum(w in s for w in words), lang) for lang, s in _STOPSETS.items()),
-                  reverse=True)
+    if not sample.isascii():
+        letters = len(_LETTER.findall(sample))
+        script, share = _main_script(sample, letters) if letters >= 8 else (None, 0.0)
+        if script:
+            return _refine_script(script, sample), f"{share:.0%} of letters in its script"
+    words = Counter(w.lower() for w in _WORD.findall(sample) if not w.isdigit())
+    n_words = sum(words.values())
+    if n_words < 4:
+        return None, f"too little text to tell the language ({_plural(n_words, 'word')})"
+    hits = sorted(((sum(words[w] for w in words.keys() & stop), lang)
+                   for lang, stop in _STOPSETS.items()), reverse=True)
     (best, lang), (second, _) = hits[0], hits[1]
-    if best < 2 or best / len(words) < 0.1 or best < 1.5 * second:
+    if best < 2 or best / n_words < 0.1 or best < 1.5 * second:
         return None, f"unsure: {best} stop words of {lang!r} vs {second} of the runner-up"
-    return lang, f"{best} of {len(words)} words are {lang!r} stop words"
+    return lang, f"{best} of {n_words} words are {lang!r} stop words"
 
 
 def _main_script(sample: str, letters: int) -> tuple[str | None, float]:
