@@ -121,10 +121,76 @@ def _child(req, fds, stdin_path, cgroup_fds):
             raise RuntimeError("refusing to run a program as root")
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         os.umask(0o077)
+        if req.get("warm"):
+            _run_warm(req["argv"][-1])
         os.execve(req["argv"][0], req["argv"], dict(SANDBOX_ENV))
     except BaseException as exc:  # noqa: BLE001 -- report anything, then die without cleanup
         os.write(2, f"rlvr sandbox: could not start the program: {exc!r}\n".encode())
         os._exit(127)
+
+
+def _run_warm(script):
+    """Run a Python script in this already-started interpreter, as `python3 -s script` would.
+
+    The fork skips the interpreter's start-up (most of a short run's cost). What the program
+    sees: a fresh `__main__`, argv, the sandbox environment, new std streams on fds 0-2, the
+    script's directory first on sys.path; at the end, non-daemon threads are joined and atexit
+    handlers run, as at a normal interpreter exit. The memory it inherits is the agent's: an
+    interpreter started from an empty environment that never sees a host secret.
+    """
+    import atexit
+    import builtins
+    import io
+    import threading
+    import traceback
+    import types
+    os.environ.clear()
+    os.environ.update(SANDBOX_ENV)
+    sys.argv = [script]
+    sys.path.insert(0, "/work")
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
+        errors="backslashreplace", line_buffering=True)
+    main = types.ModuleType("__main__")
+    main.__file__, main.__builtins__ = "/work/" + script, builtins
+    sys.modules["__main__"] = main
+    code = 0
+    try:
+        with open(script, "rb") as f:
+            source = f.read()
+        exec(compile(source, main.__file__, "exec"), main.__dict__)
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    except BaseException as exc:  # noqa: BLE001 -- the program's own crash, reported as python does
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+        code = 1
+    try:
+        threading._shutdown()
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        code = code or 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 -- e.g. stdout closed by the program
+            code = code or 120
+    os._exit(code)
+
+
+def _exit_status(value):
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    try:
+        sys.stderr.write(f"{value}\n")
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1
 
 
 class _Stream:
@@ -145,8 +211,18 @@ class _Stream:
         self.data += chunk[:max(0, room)]
 
 
+class NotNamespaceInit(RuntimeError):
+    """supervise() was called outside a PID namespace of its own."""
+
+
 def _kill_all():
-    """SIGKILL every process this PID 1 may signal (everything else in its PID namespace)."""
+    """SIGKILL every process this PID 1 may signal (everything else in its PID namespace).
+
+    kill(-1) from anything but the PID 1 of a private namespace would hit every process on the
+    host the caller may signal -- so it is refused outright anywhere else.
+    """
+    if os.getpid() != 1:
+        raise NotNamespaceInit("refusing kill(-1): not PID 1 of a private PID namespace")
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
@@ -169,6 +245,8 @@ def _reap(program_pid, state):
 def supervise(req, stdin_path=None, cgroup_fds=()):
     """Run the request's program as PID 1's child; return the result dict (never raises for
     anything the program does)."""
+    if os.getpid() != 1:     # checked before the program starts, not only at the kill
+        raise NotNamespaceInit("supervise() must run as PID 1 of its own PID namespace")
     lim = req["limits"]
     pipes = [os.pipe() for _ in range(3)]          # stdout, stderr, result channel
     start = time.monotonic()
@@ -477,7 +555,17 @@ def serve_docker(cfg, in_fd, out_fd):
         send(out_fd, result)
 
 
+# Imported once by the agent so that forked programs find them loaded (warm runs skip both the
+# interpreter's start-up and these imports). Nothing here holds state a program could abuse;
+# `random` reseeds itself in every forked child.
+PRELOAD = ("atexit", "builtins", "io", "threading", "traceback", "types", "subprocess",
+           "collections", "itertools", "functools", "math", "re", "heapq", "bisect", "string",
+           "random", "typing", "copy", "dataclasses", "fractions", "decimal")
+
+
 def main():
+    for name in PRELOAD:
+        __import__(name)
     cfg = json.loads(sys.argv[1])
     in_fd, out_fd = os.dup(0), os.dup(1)
     null = os.open("/dev/null", os.O_RDWR)

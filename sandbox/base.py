@@ -117,9 +117,12 @@ class Sandbox:
     """Base of the backends. Thread-safe: `run` may be called from many threads at once."""
     backend = "base"
 
-    def __init__(self, limits: Limits | None = None, python: str = SYSTEM_PYTHON):
+    def __init__(self, limits: Limits | None = None, python: str = SYSTEM_PYTHON,
+                 warm: bool = True):
         self.limits = limits or Limits()
         self.python = python
+        self.warm = warm
+        """Run Python programs in a fork of the agent's started interpreter (skips start-up)."""
         self._closed = False
         self._lock = threading.Lock()
 
@@ -138,7 +141,8 @@ class Sandbox:
                                         for a in spec["argv"]]
         lim = limits or self.limits
         request = {"argv": line, "files": {k: _b64(v) for k, v in files.items()},
-                   "stdin": _b64(stdin) if stdin else "", "limits": asdict(lim)}
+                   "stdin": _b64(stdin) if stdin else "", "limits": asdict(lim),
+                   "warm": self.warm and language == "python" and not argv}
         try:
             raw = self._execute(request, lim)
         except SandboxUnavailable as exc:

@@ -141,7 +141,7 @@ class _Container:
         self.uid, self._lock_file = claim_uid()   # its own uid: RLIMIT_NPROC is per uid
         mem = (limits.memory_mb + limits.disk_mb + 128) << 20
         self.container = client.containers.run(
-            image, [python, "-I", "-S", "/opt/rlvr/agent.py", json.dumps({"mode": "docker"})],
+            image, [python, "-I", "/opt/rlvr/agent.py", json.dumps({"mode": "docker"})],
             detach=True, stdin_open=True, tty=False, network_mode="none", read_only=True,
             tmpfs={"/work": f"size={limits.disk_mb}m,mode=1777",
                    "/tmp": f"size={limits.disk_mb}m,mode=1777,exec", "/run": "size=16m,mode=700"},
@@ -197,8 +197,8 @@ class DockerSandbox(Sandbox):
     backend = "docker"
 
     def __init__(self, limits: Limits | None = None, pool_size: int | None = None,
-                 python: str = SYSTEM_PYTHON, image: str | None = None):
-        super().__init__(limits, python)
+                 python: str = SYSTEM_PYTHON, image: str | None = None, warm: bool = True):
+        super().__init__(limits, python, warm)
         self.client = _client()
         self.image = image or image_tag()
         try:

@@ -105,7 +105,7 @@ class _Slot:
                "etc_files": ETC_FILES, **self.cgroup.paths}
         log = open(self.dir / "agent.log", "ab")
         self.proc = subprocess.Popen(
-            [self.python, "-I", "-S", str(AGENT), json.dumps(cfg)], env={}, cwd="/",
+            [self.python, "-I", str(AGENT), json.dumps(cfg)], env={}, cwd="/",
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True, bufsize=0,
             start_new_session=True)
         log.close()
@@ -149,8 +149,8 @@ class ProcessSandbox(Sandbox):
     backend = "process"
 
     def __init__(self, limits: Limits | None = None, slots: int | None = None,
-                 python: str = SYSTEM_PYTHON):
-        super().__init__(limits, python)
+                 python: str = SYSTEM_PYTHON, warm: bool = True):
+        super().__init__(limits, python, warm)
         problem = _requirements_problem(python)
         if problem:
             raise SandboxUnavailable(problem)

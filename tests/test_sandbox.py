@@ -427,3 +427,49 @@ def test_concurrent_runs_are_isolated(sb):
                 f"open('mine').read())") for i in range(6)]
     results = sb.run_many(jobs)
     assert [r.stdout for r in results] == [f"['main.py', 'mine'] {i}\n" for i in range(6)]
+
+
+def test_agent_refuses_to_supervise_outside_its_own_pid_namespace(monkeypatch):
+    """kill(-1) from the host's PID namespace would kill every process root may signal."""
+    import importlib.util
+    from rlvr.sandbox import process
+    spec = importlib.util.spec_from_file_location("rlvr_agent_under_test", process.AGENT)
+    agent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent)
+    killed = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append((pid, sig)))
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("supervise forked outside a namespace"))
+    with pytest.raises(agent.NotNamespaceInit):
+        agent.supervise({"limits": {}})
+    with pytest.raises(agent.NotNamespaceInit):
+        agent._kill_all()
+    assert killed == []
+
+
+def test_fail_closed_without_root(monkeypatch):
+    from rlvr.sandbox import SandboxUnavailable, get_sandbox
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SandboxUnavailable, match="needs root"):
+        get_sandbox("process")
+
+
+def test_fail_closed_without_a_docker_engine(monkeypatch):
+    from rlvr.sandbox import SandboxUnavailable, get_sandbox
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(SandboxUnavailable, match="docker.io"):
+        get_sandbox("docker")
+
+
+def test_cli_sandbox_run_prints_output_then_a_json_result(tmp_path, capsys):
+    import json
+    from rlvr.cli import main
+    prog = tmp_path / "prog.py"
+    prog.write_text("import sys\nprint('out', sys.stdin.read().strip())\nsys.exit(3)\n")
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("given")
+    assert main(["sandbox", "run", str(prog), "--stdin", str(stdin), "--wall-s", "5"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "out given"
+    result = json.loads(out[-1])
+    assert result["status"] == "runtime_error" and result["exit_code"] == 3
+    assert result["backend"] == "process"
