@@ -530,7 +530,10 @@ class IFEvalEnvironment(Environment):
                       answer_field: str = "answer") -> Task:
         spec = _row_spec(row, answer_field)
         if spec is None:
-            return super().task_from_row(row, id_field, answer_field)
+            if row.get(id_field) is None:
+                raise KeyError(f"row has neither instruction_id_list (the IFEval format) nor a "
+                               f"task id {id_field!r}")
+            return self.get_task(str(row[id_field]))
         prompt = row.get("prompt", "")
         rid = row.get(id_field, row.get("key", ""))
         return Task(id=str(rid), prompt=prompt, answer=spec,

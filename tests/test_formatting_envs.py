@@ -100,8 +100,10 @@ def test_rows_by_generated_id_and_bad_rows(ifeval):
     assert ifeval.task_from_row({"id": task.id}).metadata == task.metadata
     with pytest.raises(KeyError, match="bad ifeval-style task id"):
         ifeval.task_from_row({"id": "ifeval-style/dev/0/1"})
-    with pytest.raises(KeyError, match="neither"):
-        ifeval.task_from_row({"completion": "x"})
+    with pytest.raises(KeyError, match="neither instruction_id_list"):
+        ifeval.task_from_row({"completion": "x", "answer": "unrelated"})
+    # an unrelated answer field does not hide the task id
+    assert ifeval.task_from_row({"id": task.id, "answer": "x"}).metadata == task.metadata
 
 
 def test_ifeval_data_file(tmp_path):

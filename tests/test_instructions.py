@@ -198,7 +198,9 @@ def test_loose_mode_forgives_markdown_and_first_or_last_line():
     ("length_constraints:number_words", {"num_words": "ten"}, "num_words='ten' must be a non-negative"),
     ("length_constraints:number_words", {"num_words": 3, "relation": "around"}, "must be one of"),
     ("punctuation:no_comma", {"surprise": 1}, "unexpected argument(s) ['surprise']"),
-    ("keywords:existence", {"keywords": "tea"}, "must be a list of strings"),
+    ("keywords:existence", {"keywords": "tea"}, "must be a list of non-empty strings"),
+    ("keywords:existence", {"keywords": ["tea", " "]}, "must be a list of non-empty strings"),
+    ("keywords:letter_frequency", {"letter": "ab", "let_frequency": 1}, "must be a single letter"),
 ])
 def test_bad_instruction_specs_are_named(iid, kwargs, message):
     with pytest.raises(InstructionSpecError) as err:

@@ -34,6 +34,7 @@ from typing import Callable, Iterator, Sequence
 from rlvr.core import GOLD_UNPARSEABLE, OK, UNPARSED, BaseReward, Verdict
 
 from .parser import ThinkParser
+from .structured import parse_json
 
 __all__ = [
     "CHECKERS", "RELATIONS", "InstructionFollowing", "InstructionSpecError", "check_instruction",
@@ -531,7 +532,6 @@ def json_format(text: str) -> Verdict:
     >>> json_format('```json\\n{"a": 1}\\n```').score
     1.0
     """
-    from .structured import parse_json
     value, problem = parse_json(text)
     return _fail(problem) if problem else _pass(value)
 
@@ -739,14 +739,18 @@ def _check_arg(iid: str, name: str, value) -> None:
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
     elif name in _RELATION_ARGS:
         ok = value in RELATIONS
-    elif name in _LIST_ARGS:
-        ok = isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)
+    elif name in _LIST_ARGS:       # an empty keyword would be found in any response
+        ok = isinstance(value, (list, tuple)) and all(isinstance(x, str) and x.strip()
+                                                      for x in value)
+    elif name == "letter":
+        ok = isinstance(value, str) and len(value) == 1 and value.isalpha()
     else:
         ok = isinstance(value, str) and bool(value.strip())
     if not ok:
         want = ("a non-negative integer" if name in _INT_ARGS else
                 f"one of {sorted(RELATIONS)}" if name in _RELATION_ARGS else
-                "a list of strings" if name in _LIST_ARGS else "a non-empty string")
+                "a list of non-empty strings" if name in _LIST_ARGS else
+                "a single letter" if name == "letter" else "a non-empty string")
         raise InstructionSpecError(f"{iid}: argument {name}={value!r} must be {want}")
 
 
