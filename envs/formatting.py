@@ -207,6 +207,10 @@ class Kind:
     conflicts: frozenset = frozenset()
 
 
+def _n(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _nothing(*_):
     return {}
 
@@ -287,10 +291,11 @@ _EXCLUSIVE = frozenset({"combination:two_responses"})
 KINDS: dict[str, Kind] = {
     "length_constraints:number_words": Kind(
         _relation_plan("words", ("at least", "less than", "at most")), _words,
-        lambda k: f"Answer with {k['relation']} {k['num_words']} words."),
+        lambda k: f"Answer with {k['relation']} {_n(k['num_words'], 'word')}."),
     "length_constraints:number_sentences": Kind(
         _relation_plan("sentences", ("at least", "at most", "exactly")), _sentences,
-        lambda k: f"Your response should contain {k['relation']} {k['num_sentences']} sentences."),
+        lambda k: f"Your response should contain {k['relation']} "
+                  f"{_n(k['num_sentences'], 'sentence')}."),
     "length_constraints:number_paragraphs": Kind(
         _set(divider=True, n_paragraphs=lambda r: r.randint(2, 4)),
         lambda t, d, r: {"num_paragraphs": number_paragraphs(t, 0, "at least").extracted},
@@ -308,7 +313,7 @@ KINDS: dict[str, Kind] = {
                       _relation_plan("frequency", ("at least", "less than"))(d, r)),
         _frequency,
         lambda k: f"In your response the word {k['keyword']} should appear {k['relation']} "
-                  f"{k['frequency']} times."),
+                  f"{_n(k['frequency'], 'time')}."),
     "keywords:forbidden_words": Kind(
         _nothing, _forbidden,
         lambda k: "Do not include the keywords " + " or ".join(k["forbidden_words"])
@@ -316,7 +321,7 @@ KINDS: dict[str, Kind] = {
     "keywords:letter_frequency": Kind(
         _relation_plan("letter", ("at least", "less than")), _letter,
         lambda k: f"In your response the letter {k['letter']} should appear "
-                  f"{k['let_relation']} {k['let_frequency']} times."),
+                  f"{k['let_relation']} {_n(k['let_frequency'], 'time')}."),
     "language:response_language": Kind(
         _nothing, lambda t, d, r: {"language": "en"},
         lambda k: "Your entire response should be in English and no other language."),
@@ -334,17 +339,17 @@ KINDS: dict[str, Kind] = {
                       _relation_plan("capitals", ("at least", "less than"))(d, r)),
         _capital_words,
         lambda k: "In your response words with all capital letters should appear "
-                  f"{k['capital_relation']} {k['capital_frequency']} times.",
+                  f"{k['capital_relation']} {_n(k['capital_frequency'], 'time')}.",
         frozenset({"change_case:english_lowercase"})),
     "detectable_format:number_bullet_lists": Kind(
         _set(bullets=lambda r: r.randint(2, 5), n_paragraphs=2),
         lambda t, d, r: {"num_bullets": count_bullets(t)},
-        lambda k: f"Your answer must contain exactly {k['num_bullets']} bullet points. Use "
+        lambda k: f"Your answer must contain exactly {_n(k['num_bullets'], 'bullet point')}. Use "
                   "markdown bullet points such as:\n* This is point 1.\n* This is point 2"),
     "detectable_format:number_highlighted_sections": Kind(
         _set(highlights=lambda r: r.randint(1, 3)),
         lambda t, d, r: {"num_highlights": r.randint(1, count_highlights(t))},
-        lambda k: f"Highlight at least {k['num_highlights']} sections in your answer with "
+        lambda k: f"Highlight at least {_n(k['num_highlights'], 'section')} in your answer with "
                   "markdown, i.e. *highlighted section*."),
     "detectable_format:multiple_sections": Kind(
         _set(spliter=lambda r: r.choice(SPLITERS), n_paragraphs=lambda r: r.randint(2, 4)),
@@ -362,7 +367,7 @@ KINDS: dict[str, Kind] = {
     "detectable_content:number_placeholders": Kind(
         _set(placeholders=lambda r: r.randint(1, 3)),
         lambda t, d, r: {"num_placeholders": r.randint(1, count_placeholders(t))},
-        lambda k: f"The response must contain at least {k['num_placeholders']} placeholders "
+        lambda k: f"The response must contain at least {_n(k['num_placeholders'], 'placeholder')} "
                   "represented by square brackets, such as [address]."),
     "detectable_content:postscript": Kind(
         _set(postscript=lambda r: r.choice(["P.S.", "P.P.S"])),

@@ -1,5 +1,6 @@
 """The formatting environments: contract, splits, rows in the IFEval format, combination with
 a math environment, and `rlvr score` on the shipped samples."""
+import doctest
 import json
 from collections import Counter
 from pathlib import Path
@@ -240,3 +241,8 @@ def test_rlvr_score_on_the_shipped_samples(tmp_path, capsys):
     assert rows[-1]["status"] == "unparsed"
     rc, rows = _score(tmp_path, "think-format", "think_format_sample.jsonl")
     assert rc == 0 and [r["score"] for r in rows] == [1.0, 0, 0, 0, 0, 1.0]
+
+
+def test_doctests():
+    import rlvr.envs.formatting as formatting
+    assert doctest.testmod(formatting).failed == 0
