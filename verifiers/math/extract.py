@@ -17,7 +17,8 @@ from .normalize import key, normalize
 
 __all__ = ["Found", "find_final", "MAX_SCAN_CHARS"]
 
-MAX_SCAN_CHARS = 20_000       # only the end of a huge answer span is searched (the answer is there)
+MAX_SCAN_CHARS = 200_000      # only the end of a larger answer span is searched
+_MAX_STATEMENTS = 64          # the last this many answer statements are read
 _FALLBACK_CHARS = 3_000
 
 
@@ -33,12 +34,14 @@ class Found:
 
 
 _TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
+_EMPTY_TAG = re.compile(r"<answer>\s*</answer>")
+_NON_MATH = re.compile(r"[^\x00-\x7Fπ√≤≥≠°²³−×·÷∞€£¥]")
 _BOX = re.compile(r"\\(?:boxed|fbox|framebox)\s*(?:\[[^\]]*\])?\s*")
 _FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|respuesta\s+final|"
                             r"endgültige\s+antwort|resposta\s+final|risposta\s+finale|"
                             r"окончательный\s+ответ", re.I)
 _MARKER = re.compile(
-    r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|\banswer\b)"
+    r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|(?<![</])\banswer\b)"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?\s*(?:[:=：]|\bis\b)?\s*(?:\*\*)?\s*(?:[:=：])?"
     r"|####|\*\*answer:?\*\*:?"
     r"|\b(?:la\s+)?réponse(?:\s+finale)?(?:\s+est)?\s*:?|\b(?:la\s+)?respuesta(?:\s+final)?(?:\s+es)?\s*:?"
@@ -87,7 +90,7 @@ def _boxes(text: str) -> list[tuple[int, int, str]]:
                 out.append((m.start(), k + 1, text[j + 1:k].strip()))
                 i = k + 1
                 continue
-            return out                      # unclosed box: nothing after it can be read
+            raise _Unclosed()               # a box that never closes: a truncated answer
         tok = re.match(r"[^\s$.,;]+", text[j:])
         if tok and m.group(0).startswith("\\boxed"):
             out.append((m.start(), j + tok.end(), tok.group(0)))
@@ -178,7 +181,8 @@ def _statement_value(rest: str, mc: bool) -> str | None:
         return None                               # "the digits are:" -- the value comes later
     if mc:
         return _leading_values(clause, mc=True) or clause
-    if _prose_words(_strip_units(clause)) <= 1 or len(clause) <= 12:
+    if not _NON_MATH.search(clause) and (_prose_words(_strip_units(clause)) <= 1
+                                         or len(clause) <= 12):
         return clause
     return _leading_values(clause, mc=False) or (clause if len(clause) <= 60 else None)
 
@@ -190,14 +194,17 @@ def _strip_units(s: str) -> str:
 
 def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
     out = []
-    for m in _MARKER.finditer(text):
-        value = _statement_value(text[m.end():], mc)
+    for m in list(_MARKER.finditer(text))[-_MAX_STATEMENTS:]:
+        rest = text[m.end():]
+        if _MARKER.match(rest.lstrip(" :*")):
+            continue                              # "Answer: Answer: 42": the next one reads it
+        value = _statement_value(rest, mc)
         if value:
             out.append((m.start(), m.end(), value))
     return out
 
 
-def _fallback(span: str, mc: bool) -> str | None:
+def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
     """No box, no statement: a bare short answer, else the last value written."""
     bare = re.sub(r"^\s*\$+|\$+\s*$", "", span.strip()).strip()
     if mc and len(bare) <= 200:
@@ -206,7 +213,7 @@ def _fallback(span: str, mc: bool) -> str | None:
             return _leading_values(bare, mc=True)
     if bare and len(bare) <= 200 and "\n" not in bare:
         words = _prose_words(_strip_units(bare))
-        if words == 0 or (not re.search(r"\d", bare) and words <= 6):
+        if words == 0 or (text_gold and not re.search(r"\d", bare) and words <= 6):
             return bare
     tail = span[-_FALLBACK_CHARS:]
     if mc:
@@ -226,10 +233,15 @@ def _fallback(span: str, mc: bool) -> str | None:
     return last_num.group(0).strip() if last_num else None
 
 
-def find_final(span: str, mc: bool = False) -> Found | None:
+class _Unclosed(Exception):
+    pass
+
+
+def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | None:
     r"""The final answer in an answer span, or None when nothing can be read.
 
-    `mc=True` reads multiple-choice letters from statements and prose.
+    `mc=True` reads multiple-choice letters from statements and prose; `text_gold=True` accepts
+    a short bare phrase as the answer (the gold is a word answer such as "Evelyn").
 
     >>> find_final(r"so \boxed{2}. Wait, actually \boxed{3}.").parts
     ('3',)
@@ -238,13 +250,20 @@ def find_final(span: str, mc: bool = False) -> Found | None:
     >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
     ('220',)
     """
-    text = span[-MAX_SCAN_CHARS:]
+    text = _EMPTY_TAG.sub(" ", span[-MAX_SCAN_CHARS:])
+    try:
+        return _find(text, mc, text_gold)
+    except _Unclosed:
+        return None
+
+
+def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
     tags = [(m.start(), m.end(), m.group(1).strip()) for m in _TAG.finditer(text)
             if m.group(1).strip()]
     if tags:
         parts: list[str] = []
         for content in _choose(tags, text):
-            inner = find_final(content, mc)
+            inner = find_final(content, mc, text_gold)
             parts += list(inner.parts) if inner else []
         parts = list({key(normalize(p)): p for p in reversed(parts)}.values())[::-1]
         return Found(tuple(parts), "answer_tag") if parts else None
@@ -259,5 +278,5 @@ def find_final(span: str, mc: bool = False) -> Found | None:
         statements = _statements(region, mc)
         if statements:
             return Found(tuple(_choose(statements, region)), "statement")
-    value = _fallback(text, mc)
+    value = _fallback(text, mc, text_gold)
     return Found((value,), "last_value") if value else None

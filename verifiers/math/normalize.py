@@ -20,7 +20,7 @@ __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "mc_le
 
 # --------------------------------------------------------------------------- wrappers
 
-_TEXT_CMDS = re.compile(r"\\(?:text(?:normal|bf|it|rm|sf|tt)?|mathrm|mathbf|mathit|mathsf|"
+_TEXT_CMDS = re.compile(r"\\(?:boxed|fbox|text(?:normal|bf|it|rm|sf|tt)?|mathrm|mathbf|mathit|mathsf|"
                         r"textsc|mbox|operatorname|emph|boldsymbol|bm|mathbb(?=\{[^R]))\s*\{")
 _DROP = [
     (re.compile(r"\\\$"), ""), (re.compile(r"\$"), ""),
@@ -107,8 +107,19 @@ def normalize(s: str) -> str:
     s = re.sub(r"\\,", " ", s)
     s = _UNITS_TAIL.sub("", s).strip() if re.search(r"\d", s) else s
     s = re.sub(r"\s*(\\?[{}()\[\],=+\-/^_])\s*", r"\1", s)   # spaces around punctuation
+    while s.startswith("{") and s.endswith("}") and "," not in s and _balanced(s[1:-1]):
+        s = s[1:-1]                               # {{5}} -> 5 (a set needs commas or \{)
     s = re.sub(r"\\(le|ge|ne|times|cdot|pi|infty)(?=[0-9A-Za-z])", r"\\\1 ", s)
     return s.strip()
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for c in s:
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def key(s: str) -> str:
@@ -217,7 +228,7 @@ class Answer:
 
 
 _OPEN, _CLOSE = "([{", ")]}"
-_SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|\s*\\(?:land|lor|wedge|vee)(?![a-zA-Z])\s*|"
+_SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|"
                   r"\s+(?:und|oder|et|ou|и|или)\s+|\s*(?:和|或|及)\s*")
 def _is_label(lhs: str) -> bool:
     r"""Is `lhs` a name (`x`, `a_{37}`, `(p,q)`, `f(x)`, `|AB|`, `\frac{NO}{BO}`, `A:B`)?"""
@@ -362,6 +373,9 @@ def split_answer(raw: str) -> Answer:
     """
     s = normalize(raw)
     s = re.sub(r"\(([^()]*;[^()]*)\)", lambda m: "(" + m.group(1).replace(";", ",") + ")", s)
+    if re.search(r"[<>]|\\le|\\ge", s):          # x < 1 or x > 3 is one set, not two values
+        s = re.sub(r"\s+or\s+|\s*\\vee\s*", r" \\lor ", s)
+        s = re.sub(r"\s+and\s+|\s*\\wedge\s*", r" \\land ", s)
     grouped = _labelled_groups(s)
     if grouped:
         return Answer(tuple(Item(g) for g in grouped), False, raw)

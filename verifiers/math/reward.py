@@ -26,7 +26,7 @@ from rlvr.pool import WorkerPool, default_pool
 from ..parser import ThinkParser
 from .compare import Decision, decide
 from .extract import find_final
-from .normalize import Answer, split_answer
+from .normalize import Answer, is_text, split_answer
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
@@ -43,6 +43,7 @@ class GoldAnswer:
     text: str = ""
     letter: str = ""
     problem: str = ""
+    is_text: bool = False
 
 
 @functools.lru_cache(maxsize=16384)
@@ -63,7 +64,8 @@ def parse_gold(gold: str) -> GoldAnswer:
     if len(answer.items) == 1:
         m = _MC_GOLD.match(answer.items[0].text.strip())
         letter = m.group(1) if m else ""
-    return GoldAnswer(answer, text, letter)
+    words = len(answer.items) == 1 and is_text(answer.items[0].text)
+    return GoldAnswer(answer, text, letter, is_text=words)
 
 
 def _gold_text(answer) -> str:
@@ -156,7 +158,7 @@ class MathReward(BaseReward):
         if not parsed.answer:
             why = "think block never closed" if parsed.think_present else "empty completion"
             return Verdict(0.0, UNPARSED, reason=why)
-        found = find_final(parsed.answer, mc=bool(gold.letter))
+        found = find_final(parsed.answer, mc=bool(gold.letter), text_gold=gold.is_text)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no final answer found")
         if gold.letter:
