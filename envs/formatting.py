@@ -106,7 +106,7 @@ SENTENCES = [
 ]
 EXTRA_WORDS = ["adventure", "patience", "morning", "garden", "river", "friendship", "window",
                "journey", "harmony", "lantern", "compass", "meadow"]
-FREQ_WORDS = ["wonder", "quiet", "bright", "simple", "future"]
+FREQ_WORDS = ["wonder", "hope", "calm", "delight", "curiosity"]
 FORBIDDEN = ["boring", "basically", "literally", "obviously", "honestly", "awesome", "stuff"]
 CAPS = ["EXCITING", "IMPORTANT", "SPECIAL"]
 PLACEHOLDERS = ["[name]", "[address]", "[date]", "[city]", "[phone number]", "[email]"]
