@@ -229,6 +229,13 @@ def _kill_all():
         pass
 
 
+def _pidfd(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):   # Python < 3.9 or Linux < 5.3: fall back to polling
+        return None
+
+
 def _reap(program_pid, state):
     """Reap every exited child at once (zombies count against RLIMIT_NPROC)."""
     while True:
@@ -258,6 +265,7 @@ def supervise(req, stdin_path=None, cgroup_fds=()):
     for _, w in pipes:
         os.close(w)
     streams = [_Stream(r, lim["output_bytes"]) for r, _ in pipes]
+    exited = _pidfd(pid)    # readable the moment the program exits: no polling delay
     state = {"status": None}
     deadline, reason = start + lim["wall_s"], None
     while state["status"] is None:
@@ -267,7 +275,8 @@ def supervise(req, stdin_path=None, cgroup_fds=()):
         if time.monotonic() > deadline:
             reason = "timeout"
             break
-        ready = select.select([s.fd for s in streams if s.open], [], [], POLL_S)[0]
+        watch = [s.fd for s in streams if s.open] + ([exited] if exited is not None else [])
+        ready = select.select(watch, [], [], POLL_S)[0]
         for s in streams:
             if s.open and s.fd in ready:
                 s.pump()
@@ -275,6 +284,8 @@ def supervise(req, stdin_path=None, cgroup_fds=()):
             reason = "output_limit"
             break
     wall = (state.get("end") or time.monotonic()) - start
+    if exited is not None:
+        os.close(exited)
     _kill_all()                     # the program is done: daemons and setsid children die now
     _drain(streams)
     while state["status"] is None:  # collect the program's own status after the kill
@@ -330,11 +341,14 @@ def _bind(src, dst, flags=MS_RDONLY | MS_NOSUID | MS_NODEV):
     mount(None, dst, None, MS_BIND | MS_REMOUNT | flags)
 
 
-def _build_root(root, req, cfg):
-    """Inside a fresh mount namespace: a tmpfs root with read-only host system dirs."""
-    uid, lim = req["uid"], req["limits"]
+def _build_template(cfg):
+    """Once per launcher: a private mount namespace whose root is a small read-only tmpfs with
+    the host's system dirs bound read-only. Each run then copies only these few mounts (not the
+    host's whole mount table) and adds its own fresh scratch tmpfs."""
+    root, uid = cfg["root"], cfg["uid"]
+    _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
     mount(None, "/", None, MS_REC | MS_PRIVATE)        # nothing propagates back to the host
-    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['disk_mb']}m,mode=755")
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
     for name in cfg["system_dirs"]:
         host, inside = "/" + name, os.path.join(root, name)
         if os.path.islink(host):
@@ -351,12 +365,10 @@ def _build_root(root, req, cfg):
         f.write(f"root:x:0:0::/:/bin/false\nsandbox:x:{uid}:{uid}::/work:/bin/sh\n")
     with open(os.path.join(root, "etc/group"), "w") as f:
         f.write(f"root:x:0:\nsandbox:x:{uid}:\n")
-    for d, mode, owner in (("work", 0o755, uid), ("tmp", 0o1777, 0), ("proc", 0o555, 0),
-                           ("dev", 0o755, 0), ("dev/shm", 0o1777, 0), ("run", 0o700, 0)):
-        path = os.path.join(root, d)
-        os.makedirs(path, exist_ok=True)
-        os.chmod(path, mode)
-        os.chown(path, owner, owner)
+    for d, mode in (("work", 0o755), ("tmp", 0o755), ("proc", 0o555), ("dev", 0o755),
+                    ("dev/shm", 0o755), (".scratch", 0o700)):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+        os.chmod(os.path.join(root, d), mode)
     for dev in DEVICES:
         path = os.path.join(root, "dev", dev)
         open(path, "w").close()
@@ -364,10 +376,8 @@ def _build_root(root, req, cfg):
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
         os.symlink(target, os.path.join(root, "dev", name))
-    _write_files(os.path.join(root, "work"), req["files"], uid)
-    if req.get("stdin"):
-        with open(os.path.join(root, "run/stdin"), "wb") as f:
-            f.write(base64.b64decode(req["stdin"]))
+    _pivot(root)
+    mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _pivot(root):
@@ -385,18 +395,39 @@ def _pivot(root):
         os.chdir("/")
 
 
+def _scratch(req, uid):
+    """This run's writable state: one fresh tmpfs (the disk limit) behind /work, /tmp, /dev/shm."""
+    mount("tmpfs", "/.scratch", "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={req['limits']['disk_mb']}m,mode=700")
+    for d, mode, owner, target in (("work", 0o755, uid, "/work"), ("tmp", 0o1777, 0, "/tmp"),
+                                   ("shm", 0o1777, 0, "/dev/shm"), ("run", 0o700, 0, None)):
+        path = "/.scratch/" + d
+        os.mkdir(path)
+        os.chmod(path, mode)
+        os.chown(path, owner, owner)
+        if target:
+            mount(path, target, None, MS_BIND)
+            mount(None, target, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    _write_files("/work", req["files"], uid)
+    if req.get("stdin"):
+        with open("/.scratch/run/stdin", "wb") as f:
+            f.write(base64.b64decode(req["stdin"]))
+        return "/.scratch/run/stdin"
+    return None
+
+
 def _namespace_run(req, cfg, out_fd, cgroup_fds):
-    """The per-request child W: new namespaces, new root, then the namespace's PID 1."""
+    """The per-request child W: new namespaces, a fresh scratch tmpfs, then the namespace's
+    PID 1. Everything it mounted disappears with the namespace."""
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
                          | CLONE_NEWUTS), "unshare")
-    _build_root(cfg["root"], req, cfg)
-    _pivot(cfg["root"])
+    stdin_path = _scratch(req, cfg["uid"])
     _libc.sethostname(b"sandbox", 7)
     init = os.fork()
     if init == 0:   # PID 1 of the new PID namespace
         try:
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            result = supervise(req, "/run/stdin" if req.get("stdin") else None, cgroup_fds)
+            result = supervise(req, stdin_path, cgroup_fds)
         except BaseException as exc:  # noqa: BLE001 -- an agent failure is an infra error
             result = {"infra_error": f"sandbox init failed: {exc!r}"}
         send(out_fd, result)
@@ -406,61 +437,64 @@ def _namespace_run(req, cfg, out_fd, cgroup_fds):
 
 
 class _Cgroups:
-    """The slot's memory and pids cgroups (v1 or v2), when the host has them."""
+    """The slot's memory and pids cgroups (v1 or v2), held open as file descriptors because
+    the launcher's own root no longer shows /sys."""
 
     def __init__(self, cfg):
-        self.mem, self.pids, self.v2 = cfg.get("cg_memory"), cfg.get("cg_pids"), cfg.get("cg_v2")
+        self.v2 = bool(cfg.get("cg_v2"))
+        self.fds, self.procs = {}, []
+        for key in ("cg_memory", "cg_pids"):
+            path = cfg.get(key)
+            if not path:
+                continue
+            names = (["memory.max", "memory.swap.max", "memory.events"] if self.v2 else
+                     ["memory.limit_in_bytes", "memory.max_usage_in_bytes", "memory.failcnt"]) \
+                if key == "cg_memory" else ["pids.max"]
+            for name in names:
+                self.fds[name] = os.open(os.path.join(path, name), os.O_RDWR if not
+                                         name.endswith(".events") else os.O_RDONLY)
+            self.procs.append(os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY))
+        self.oom_before = 0
 
-    def _write(self, path, name, value):
-        if path:
-            with open(os.path.join(path, name), "w") as f:
-                f.write(str(value))
+    def _write(self, name, value):
+        if name in self.fds:
+            os.pwrite(self.fds[name], str(value).encode(), 0)
 
-    def _read(self, path, name):
-        try:
-            with open(os.path.join(path, name)) as f:
-                return f.read()
-        except OSError:
-            return ""
+    def _read(self, name):
+        return os.pread(self.fds[name], 4096, 0).decode() if name in self.fds else ""
 
     def prepare(self, lim):
         limit = int(lim["memory_mb"] + lim["disk_mb"]) << 20   # tmpfs pages are charged too
         if self.v2:
-            self._write(self.mem, "memory.max", limit)
-            self._write(self.mem, "memory.swap.max", 0)
-            self._write(self.pids, "pids.max", lim["processes"])
+            self._write("memory.max", limit)
+            self._write("memory.swap.max", 0)
             self.oom_before = self._oom_v2()
         else:
-            self._write(self.mem, "memory.limit_in_bytes", limit)
-            self._write(self.mem, "memory.max_usage_in_bytes", 0)
-            self._write(self.mem, "memory.failcnt", 0)
-            self._write(self.pids, "pids.max", lim["processes"])
+            self._write("memory.limit_in_bytes", limit)
+            self._write("memory.max_usage_in_bytes", 0)
+            self._write("memory.failcnt", 0)
+        self._write("pids.max", lim["processes"])
 
     def _oom_v2(self):
-        for line in self._read(self.mem, "memory.events").splitlines():
+        for line in self._read("memory.events").splitlines():
             if line.startswith("oom_kill "):
                 return int(line.split()[1])
         return 0
 
-    def open_fds(self):
-        return [os.open(os.path.join(p, "cgroup.procs"), os.O_WRONLY)
-                for p in dict.fromkeys([self.mem, self.pids]) if p]
-
     def report(self):
-        if not self.mem:
+        if self.v2:    # memory.peak cannot be reset between runs on most kernels: use rusage
+            return {"cg_oom": self._oom_v2() > self.oom_before} if self.fds else {}
+        if "memory.max_usage_in_bytes" not in self.fds:
             return {}
-        if self.v2:
-            peak = self._read(self.mem, "memory.peak").strip()
-            return {"cg_peak_bytes": int(peak) if peak else None,
-                    "cg_oom": self._oom_v2() > self.oom_before}
-        peak = self._read(self.mem, "memory.max_usage_in_bytes").strip()
-        fail = self._read(self.mem, "memory.failcnt").strip()
+        peak = self._read("memory.max_usage_in_bytes").strip()
+        fail = self._read("memory.failcnt").strip()
         return {"cg_peak_bytes": int(peak) if peak else None, "cg_oom": bool(fail and int(fail))}
 
 
 def serve_process(cfg, in_fd, out_fd):
     """The launcher loop: one request -> one namespace child, waited for and reaped at once."""
     cgroups = _Cgroups(cfg)
+    _build_template(cfg)
     while True:
         req = recv(in_fd)
         if req is None:
@@ -468,7 +502,6 @@ def serve_process(cfg, in_fd, out_fd):
         r, w = os.pipe()
         try:
             cgroups.prepare(req["limits"])
-            cg_fds = cgroups.open_fds()
         except OSError as exc:
             send(out_fd, {"infra_error": f"cgroup set-up failed: {exc}"})
             continue
@@ -476,13 +509,11 @@ def serve_process(cfg, in_fd, out_fd):
         if pid == 0:
             os.close(r)
             try:
-                _namespace_run(req, cfg, w, cg_fds)
+                _namespace_run(req, cfg, w, cgroups.procs)
             except BaseException as exc:  # noqa: BLE001
                 send(w, {"infra_error": f"sandbox set-up failed: {exc!r}"})
                 os._exit(1)
         os.close(w)
-        for fd in cg_fds:
-            os.close(fd)
         result = recv(r) or {"infra_error": "the sandbox exited without a result"}
         os.close(r)
         os.waitpid(pid, 0)

@@ -101,7 +101,8 @@ class _Slot:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        cfg = {"mode": "process", "root": str(self.dir / "root"), "system_dirs": SYSTEM_DIRS,
+        cfg = {"mode": "process", "root": str(self.dir / "root"), "uid": self.uid,
+               "system_dirs": SYSTEM_DIRS,
                "etc_files": ETC_FILES, **self.cgroup.paths}
         log = open(self.dir / "agent.log", "ab")
         self.proc = subprocess.Popen(
