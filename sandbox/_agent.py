@@ -557,6 +557,36 @@ def _wipe(dirs):
                     pass
 
 
+IPC_RMID = 0
+SYSV_IPC = (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl"))
+
+
+def _remove_sysv_ipc():
+    """Remove the SysV IPC objects a run left: they outlive processes, and a warm container's
+    IPC namespace is shared by its consecutive runs."""
+    for kind, ctl in SYSV_IPC:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            ids = [int(line.split()[1]) for line in f.read().splitlines()[1:]]
+        for ipc_id in ids:
+            if kind == "sem":
+                _libc.semctl(ipc_id, 0, IPC_RMID)
+            else:
+                getattr(_libc, ctl)(ipc_id, IPC_RMID, None)
+
+
+def _sysv_left():
+    left = []
+    for kind, _ in SYSV_IPC:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            left += [f"{kind} {line.split()[1]}" for line in f.read().splitlines()[1:]]
+    return left
+
+
+def _clean(dirs):
+    _wipe(dirs)
+    _remove_sysv_ipc()
+
+
 def serve_docker(cfg, in_fd, out_fd):
     """PID 1 of a warm container: run, kill the rest, wipe the writable dirs, answer."""
     writable = ("/work", "/tmp", "/dev/shm")
@@ -575,11 +605,11 @@ def serve_docker(cfg, in_fd, out_fd):
             result = supervise(req, stdin_path)
             if stdin_path:
                 os.unlink(stdin_path)
-            if not _as_sandbox_user(req["uid"], _wipe, writable):
+            if not _as_sandbox_user(req["uid"], _clean, writable):
                 raise RuntimeError("could not clean the work directories")
-            leftovers = [p for d in writable for p in os.listdir(d)]
+            leftovers = [p for d in writable for p in os.listdir(d)] + _sysv_left()
             if leftovers:
-                raise RuntimeError(f"files survived the clean-up: {leftovers[:5]}")
+                raise RuntimeError(f"state survived the clean-up: {leftovers[:5]}")
         except BaseException as exc:  # noqa: BLE001 -- the container is now suspect
             send(out_fd, {"infra_error": f"agent failed: {exc!r}", "retire": True})
             continue
