@@ -10,6 +10,8 @@ Row formats (JSONL, Parquet, a saved `datasets` directory or a hub id):
   "tests": [{"input": [2, 3], "output": 5}, ...], "solution": "def add(a, b): ..."}`
 - stdin/stdout: `{"question": ..., "tests": [{"stdin": "2 3\\n", "stdout": "5\\n"}, ...]}`,
   or APPS-style `"input_output": "{\\"inputs\\": [...], \\"outputs\\": [...]}"`.
+- MBPP-style: `{"text": ..., "code": ..., "test_list": ["assert f(1) == 2", ...]}` (asserts read
+  into functional tests like HumanEval's; never executed against model code).
 
 `solution` is optional (it serves as the gold answer for contract checks); `completion` is what
 `rlvr score` grades.
@@ -44,6 +46,11 @@ IO_INSTRUCTION = ("Write a complete Python program that reads the input from std
 
 
 def _tests_from_row(row: Mapping) -> CodeTests:
+    if "test_list" in row and "tests" not in row:             # MBPP style: assert strings
+        from rlvr.verifiers.code_humaneval import convert_asserts
+        setup = row.get("test_setup_code") or ""
+        tests, _ = convert_asserts(list(row["test_list"]), setup + "\n" + (row.get("code") or ""))
+        return tests
     if "input_output" in row and "tests" not in row:          # APPS style
         io = row["input_output"]
         io = json.loads(io) if isinstance(io, str) else io
@@ -67,15 +74,16 @@ def row_to_task(row: Mapping, index: int = 0, prefix: str = "code",
                 prompt_style: str = "chat") -> Task:
     """One dataset row -> a Task whose answer is its CodeTests (the tests stay on the host)."""
     tests = _tests_from_row(row)
-    question = row.get("question") or row.get("prompt") or ""
+    question = row.get("question") or row.get("prompt") or row.get("text") or ""
     if not isinstance(question, str):
         question = ""
     text = f"{question}\n\n{INSTRUCTION if tests.entry_point else IO_INSTRUCTION}"
     prompt = r1_chat_prompt(text) if prompt_style == "chat" else r1_base_prompt(text)
     meta = {"question": question, "entry_point": tests.entry_point,
             "n_tests": len(tests.cases)}
-    if row.get("solution"):
-        meta["solution"] = row["solution"]
+    solution = row.get("solution") or row.get("code")      # MBPP calls it `code`
+    if solution:
+        meta["solution"] = solution
     return Task(id=str(row.get("id", f"{prefix}/{index}")), prompt=prompt, answer=tests,
                 metadata=meta)
 
@@ -112,7 +120,7 @@ class CodeEnvironment(Environment):
 
     def task_from_row(self, row: Mapping, id_field: str = "id",
                       answer_field: str = "answer") -> Task:
-        if "tests" in row or "input_output" in row:
+        if "tests" in row or "input_output" in row or "test_list" in row:
             return row_to_task(row, prefix=self.name)
         return super().task_from_row(row, id_field, answer_field)
 

@@ -214,3 +214,21 @@ def test_rlvr_score_env_code_on_a_rows_file(tmp_path):
     got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert got["f"]["score"] == 1.0 and got["io"]["score"] == 0.0
     assert got["none"]["status"] == "unparsed"
+
+
+def test_mbpp_and_apps_rows_become_host_owned_tests():
+    from rlvr.envs.code import row_to_task
+    mbpp = {"text": "Shared elements.", "code": "def common(a, b):\n    return tuple(sorted(set(a) & set(b)))\n",
+            "test_list": ["assert common((3, 4), (4, 5)) == (4,)",
+                          "assert set(common((1, 2), (2, 1))) == {1, 2}",     # unreadable shape
+                          "assert common((1,), (2,)) == tuple()"]}
+    task = row_to_task(mbpp)
+    tests = task.answer
+    assert tests.entry_point == "common" and tests.strict_sequences
+    assert [(c.input, c.output) for c in tests.cases] == [([(3, 4), (4, 5)], (4,)),
+                                                         ([(1,), (2,)], ())]
+    assert task.metadata["solution"].startswith("def common")
+    apps = {"question": "Echo.", "input_output": json.dumps({"inputs": ["1\n", ["2", "3"]],
+                                                             "outputs": ["1\n", ["2", "3"]]})}
+    cases = row_to_task(apps).answer.cases
+    assert [(c.input, c.output) for c in cases] == [("1\n", "1\n"), ("2\n3\n", "2\n3\n")]
