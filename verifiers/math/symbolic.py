@@ -217,7 +217,14 @@ def _equal(a, b) -> bool:
         return isinstance(a, Eq) and isinstance(b, Eq) and _equations_equal(a, b)
     if isinstance(a, Expr) and isinstance(b, Expr):
         return _expr_equal(a, b)
-    return False
+    return _math_verify_equal(a, b)
+
+
+def _math_verify_equal(a, b) -> bool:
+    """Objects our own rules do not model (e.g. inequalities in several variables): math-verify's
+    comparison, with its signal-based timeout off -- the pool's deadline bounds the call."""
+    from math_verify import verify
+    return bool(verify(a, b, timeout_seconds=None, strict=True, raise_on_error=False))
 
 
 def _pair_equal(a, b) -> bool:

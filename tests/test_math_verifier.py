@@ -1,0 +1,223 @@
+"""The math verifier: fixture table (policy cases), public regression set, layers, deadlines.
+
+The fixture table and the public set are each scored in ONE batch through a 2-worker pool (the
+symbolic comparisons run there), then checked row by row, so a broken behaviour fails the row
+that covers it while the whole file stays within its time budget.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from rlvr import Task
+from rlvr.pool import WorkerPool
+from rlvr.verifiers.math import MathReward, decide, find_final, parse_gold, split_answer
+from rlvr.verifiers.math.compare import numbers_equal
+from rlvr.verifiers.math.normalize import Number, normalize, parse_number
+
+FIXTURES = Path(__file__).parent / "fixtures" / "math_cases.jsonl"
+PUBLIC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "math_equiv_public.jsonl"
+CATEGORIES = {"extraction", "hedging", "multi_part", "exact_vs_approx", "forms", "relations",
+              "units_percent", "multiple_choice", "text", "multilingual", "pathological",
+              "status"}
+# Needs more than any sane deadline: sympy multiplies out 20000 rational factors (it passes our
+# size bounds on purpose -- the pool's deadline is what stops it).
+SLOW = r"\boxed{\prod_{k=1}^{20000} \left(1+\frac{1}{k^2}\right)}"
+
+
+def expand(text) -> str:
+    """Long fixture texts are stored as [[piece, times], ...] runs."""
+    return text if isinstance(text, str) else "".join(p * n for p, n in text)
+
+
+def load(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+CASES = load(FIXTURES)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(2) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def fixture_verdicts(pool):
+    reward = MathReward(pool=pool, symbolic="pool", deadline_s=20)
+    tasks = [Task(c["id"], answer=expand(c["gold"])) for c in CASES]
+    verdicts = reward.score_batch(tasks, [expand(c["completion"]) for c in CASES])
+    return dict(zip((c["id"] for c in CASES), verdicts))
+
+
+def test_fixture_table_covers_the_policy():
+    assert len(CASES) >= 300
+    by_cat = Counter(c["category"] for c in CASES)
+    assert set(by_cat) == CATEGORIES
+    for cat in CATEGORIES - {"status"}:
+        expected = {c["expected"] for c in CASES if c["category"] == cat}
+        assert expected == {0, 1}, f"{cat} needs right and wrong cases"
+    assert by_cat["hedging"] >= 20 and by_cat["pathological"] >= 20
+    assert len({c["id"] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_fixture_case(case, fixture_verdicts):
+    v = fixture_verdicts[case["id"]]
+    assert (v.score, v.status) == (case["expected"], case["status"]), \
+        f"gold={expand(case['gold'])[:80]!r} completion={expand(case['completion'])[:120]!r} " \
+        f"-> extracted={str(v.extracted)[:80]!r} reason={v.reason!r}"
+    assert v.latency_s < 20
+
+
+@pytest.mark.skipif(not PUBLIC.exists(), reason="shared/data/math_equiv_public.jsonl not present")
+def test_public_regression_set(pool):
+    rows = load(PUBLIC)
+    reward = MathReward(pool=pool, symbolic="pool", deadline_s=20)
+    verdicts = reward.score_batch([Task(r["id"], answer=r["gold"]) for r in rows],
+                                  [r["completion"] for r in rows])
+    wrong = [(r["id"], r["expected"], v.score, v.status, v.reason)
+             for r, v in zip(rows, verdicts) if (v.score == 1.0) != r["expected"]]
+    assert not wrong, wrong
+
+
+def test_pool_and_inline_give_the_same_verdicts(fixture_verdicts):
+    picked = [c for c in CASES if c["category"] in ("forms", "relations", "multi_part")][::3]
+    inline = MathReward(symbolic="inline")
+    for c in picked:
+        v = inline.score(Task(c["id"], answer=expand(c["gold"])), expand(c["completion"]))
+        pooled = fixture_verdicts[c["id"]]
+        assert (v.score, v.status, v.extracted) == (pooled.score, pooled.status,
+                                                     pooled.extracted), c["id"]
+
+
+# --------------------------------------------------------------------------- deadlines
+
+def _assert_timeout(verdict, elapsed, deadline):
+    assert verdict.status == "timeout" and verdict.score == 0.0, verdict
+    assert elapsed < deadline + 8          # the deadline, plus killing and respawning a worker
+
+
+def test_timeout_from_a_thread(pool):
+    reward = MathReward(pool=pool, deadline_s=2.0)
+    out = {}
+
+    def run():
+        t0 = time.monotonic()
+        out["v"] = reward.score(Task("slow", answer="5"), SLOW)
+        out["t"] = time.monotonic() - t0
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive()
+    _assert_timeout(out["v"], out["t"], 2.0)
+    # the pool replaced the killed worker and keeps serving symbolic work
+    ok = reward.score(Task("after", answer="2\\sqrt{2}"), r"\boxed{\sqrt{8}}")
+    assert (ok.score, ok.status) == (1.0, "ok")
+
+
+def test_timeout_from_asyncio(pool):
+    reward = MathReward(pool=pool, deadline_s=2.0)
+
+    async def main():
+        t0 = time.monotonic()
+        in_loop = reward.score(Task("slow", answer="5"), SLOW)         # called in the loop
+        t1 = time.monotonic()
+        off_loop, fine = await asyncio.gather(                        # and from executor threads
+            asyncio.to_thread(reward.score, Task("slow", answer="5"), SLOW),
+            asyncio.to_thread(reward.score, Task("ok", answer="\\pi"), r"\boxed{\pi}"))
+        return in_loop, t1 - t0, off_loop, time.monotonic() - t1, fine
+    in_loop, t_in, off_loop, t_off, fine = asyncio.run(main())
+    _assert_timeout(in_loop, t_in, 2.0)
+    _assert_timeout(off_loop, t_off, 2.0)
+    assert fine.score == 1.0
+
+
+def test_inline_symbolic_work_runs_in_threads():
+    """Inline mode (inside pool workers) from a non-main thread: math-verify's comparison (the
+    fallback for inequalities in two variables) must run with its signal.alarm timeout off --
+    with it on, it raises "signal only works in main thread"."""
+    reward = MathReward(symbolic="inline")
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(v=reward.score(
+        Task("t", answer="x + y > 1"), r"\boxed{y > 1 - x}")))
+    worker.start()
+    worker.join(60)
+    assert (out["v"].score, out["v"].status) == (1.0, "ok"), out["v"]
+    pkg = Path(__file__).resolve().parents[1] / "verifiers" / "math"
+    assert not any("signal.alarm(" in f.read_text() for f in pkg.glob("*.py"))
+
+
+# --------------------------------------------------------------------------- layers
+
+def test_numbers_equal_rules():
+    third = Number(Fraction(1, 3), True)
+    # 0.3333333 vs 1/3: |diff| = 1/30000000 = 3.3e-8, relative 1e-7 <= 1e-6 -> equal
+    assert numbers_equal(third, parse_number("0.3333333"))
+    # 0.333 vs 1/3: |diff| = 1/3000, relative 1e-3 > 1e-6 -> different
+    assert not numbers_equal(third, parse_number("0.333"))
+    # exact vs exact is exact: 22/7 - 3.142857142857 is irrelevant, 1/3 != 333333/1000000
+    assert not numbers_equal(third, parse_number(r"\frac{333333}{1000000}"))
+    # 1e-30 vs 2e-30: relative difference 1/2 -- never "equal" by underflow
+    assert not numbers_equal(parse_number("1e-30"), parse_number("2e-30"))
+    assert numbers_equal(parse_number("1.5e300"), parse_number("1.5e+300"))
+    big = "9" * 5000                      # beyond Python's 4300-digit str->int limit
+    assert parse_number(big).digits == big and numbers_equal(parse_number(big),
+                                                             parse_number("0" + big))
+
+
+def test_normalize_and_split():
+    assert normalize(r"\$1{,}000.50") == "1000.50"
+    assert normalize(r"12\,345") == "12345"
+    assert normalize(r"50\%") == normalize("50 percent") == "50"
+    assert [i.text for i in split_answer(r"x=1 \text{ or } x=-2").items] == ["1", "-2"]
+    assert [(i.label, i.text) for i in split_answer("a_3 = 2, a_{37} = 19").items] == \
+        [("a_3", "2"), ("a_{37}", "19")]
+    assert [i.text for i in split_answer("(1,2),(3,4)").items] == ["(1,2)", "(3,4)"]
+    assert len(split_answer(r"x < 1 \text{ or } x > 3").items) == 1      # one set, not two
+    assert [a.items[0].text for a in split_answer("1,22").readings()] == ["1", "1.22"]
+
+
+def test_extraction_order_and_corrections():
+    assert find_final(r"\boxed{2} wait, actually \boxed{3}").parts == ("3",)
+    assert find_final(r"\boxed{2} and \boxed{3}").parts == ("2", "3")
+    assert find_final("The answer is 7.\n**Final Answer**\n\\boxed{8}").parts == ("8",)
+    assert find_final("Answer: A or B", mc=True).parts == ("A or B",)
+    assert find_final("Ответ: 15").parts == ("15",)
+    assert find_final("Lorem ipsum dolor sit amet, consectetur.") is None
+
+
+def test_gold_parse_is_cached():
+    parse_gold.cache_clear()
+    reward = MathReward(symbolic="inline")
+    tasks = [Task(str(i), answer="#### 72") for i in range(8)]
+    verdicts = reward.score_batch(tasks, [f"The answer is {70 + i % 3}." for i in range(8)])
+    assert [v.score for v in verdicts] == [0, 0, 1, 0, 0, 1, 0, 0]
+    info = parse_gold.cache_info()
+    assert (info.misses, info.hits) == (1, 7)
+
+
+def test_decide_fast_path_leaves_symbolic_work_undecided():
+    g, p = split_answer(r"2\sqrt{2}"), split_answer(r"\sqrt{8}")
+    assert decide(g, p).equal is None                 # needs sympy: goes to the pool
+    assert decide(split_answer("1/2"), split_answer("0.5")).equal is True
+    assert decide(split_answer("3"), split_answer("3, 4")).equal is False
+
+
+def test_bad_inputs_are_counted_not_raised():
+    reward = MathReward(symbolic="inline")
+    assert reward.score(Task("t", answer=None), "4").status == "gold_unparseable"
+    assert reward.score(Task("t", answer=["1", "2"]), r"\boxed{2, 1}").score == 1.0
+    with pytest.raises(ValueError, match="symbolic"):
+        MathReward(symbolic="maybe")
+    with pytest.raises(ValueError, match="tasks but"):
+        reward.score_batch([Task("t", answer="1")], [])
