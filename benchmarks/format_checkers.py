@@ -146,6 +146,11 @@ def main() -> None:
         t = timed(score_chunk, envs, items)
         print(f"  {family:14s} reward loop: {sum(n_checks(f, tk) for f, tk, _ in items) / t:8.0f} "
               f"checks/s, {len(items) / t:8.0f} responses/s")
+    lean = load_env("ifeval-style", check=False, log_other_mode=False)
+    items = per_family["ifeval-style"]
+    t_lean = timed(lambda: [lean.reward.score(task, text) for _, task, text in items])
+    print(f"  ifeval-style   strict only (log_other_mode=False): "
+          f"{sum(n_checks(f, tk) for f, tk, _ in items) / t_lean:8.0f} checks/s")
 
 
 if __name__ == "__main__":

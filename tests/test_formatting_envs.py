@@ -76,6 +76,9 @@ def test_ifeval_reward_names_what_failed(ifeval):
     v = ifeval.reward.score(task, task.metadata["reference"] + "\nOne, two.")
     assert v.score == 0.0 and "punctuation:no_comma: " in v.reason
     assert v.components.keys() == {"instructions_strict", "instructions_loose"}
+    lean = load_env("ifeval-style", log_other_mode=False)
+    assert lean.reward.score(task, task.metadata["reference"]).components == {
+        "instructions_strict": 1.0}
 
 
 IFEVAL_ROW = {"key": 7, "prompt": "Say hi in lowercase.",
