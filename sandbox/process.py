@@ -23,6 +23,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .base import SYSTEM_PYTHON, Limits, Sandbox, SandboxUnavailable
@@ -35,6 +36,7 @@ AGENT = Path(__file__).with_name("_agent.py")
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf")
 RESPONSE_MARGIN_S = 15.0
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="rlvr-sandbox-spawner")
 
 
 def _requirements_problem(python: str) -> str | None:
@@ -105,10 +107,12 @@ class _Slot:
                "system_dirs": SYSTEM_DIRS,
                "etc_files": ETC_FILES, **self.cgroup.paths}
         log = open(self.dir / "agent.log", "ab")
-        self.proc = subprocess.Popen(
-            [self.python, "-I", str(AGENT), json.dumps(cfg)], env={}, cwd="/",
+        # Started from one long-lived thread: the launcher's parent-death signal fires when the
+        # *thread* that forked it exits, and a short-lived caller thread must not take it along.
+        self.proc = _SPAWNER.submit(
+            subprocess.Popen, [self.python, "-I", str(AGENT), json.dumps(cfg)], env={}, cwd="/",
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True, bufsize=0,
-            start_new_session=True)
+            start_new_session=True).result()
         log.close()
 
     def call(self, request: dict, timeout_s: float) -> dict:

@@ -232,3 +232,19 @@ def test_mbpp_and_apps_rows_become_host_owned_tests():
                                                              "outputs": ["1\n", ["2", "3"]]})}
     cases = row_to_task(apps).answer.cases
     assert [(c.input, c.output) for c in cases] == [("1\n", "1\n"), ("2\n3\n", "2\n3\n")]
+
+
+def test_code_env_reward_runs_through_the_worker_pool():
+    """Outside a pool worker the env's reward is pooled (hard deadline); inside, direct."""
+    from rlvr import load_env
+    from rlvr.pool import WorkerPool
+    from rlvr.pooled import PooledReward
+    env = load_env("code", check=False)
+    reward = env.rewards[0][0]
+    assert isinstance(reward, PooledReward)
+    tasks = env.sample(3)
+    with WorkerPool(1) as pool:
+        reward._pool = pool
+        verdicts = env.reward.score_batch(tasks, [env.gold(t) for t in tasks][:2] + ["none"])
+    assert [v.score for v in verdicts] == [1.0, 1.0, 0.0]
+    assert verdicts[2].status == UNPARSED

@@ -475,3 +475,32 @@ def test_cli_sandbox_run_prints_output_then_a_json_result(tmp_path, capsys):
     result = json.loads(out[-1])
     assert result["status"] == "runtime_error" and result["exit_code"] == 3
     assert result["backend"] == "process"
+
+
+def test_a_launcher_outlives_the_thread_that_started_it():
+    """PR_SET_PDEATHSIG fires when the creating *thread* exits; a launcher started on behalf of
+    a short-lived thread must survive it."""
+    import threading
+    from rlvr.sandbox.process import _Slot
+    from rlvr.sandbox.base import SYSTEM_PYTHON
+    import base64
+    from dataclasses import asdict
+    slots, answers = [], []
+
+    def first_use():      # the launcher is started, and answers a run, from this thread
+        slots.append(_Slot(SYSTEM_PYTHON))
+        req = {"argv": [SYSTEM_PYTHON, "-s", "main.py"], "stdin": "", "warm": True,
+               "files": {"main.py": base64.b64encode(b"print(1)").decode()},
+               "limits": asdict(TEST_LIMITS), "uid": slots[0].uid}
+        answers.append(slots[0].call(req, 30))
+
+    t = threading.Thread(target=first_use)
+    t.start()
+    t.join()
+    slot = slots[0]
+    try:
+        assert answers[0].get("exit_code") == 0, answers
+        time.sleep(0.5)
+        assert slot.proc.poll() is None, "the launcher died with the thread that started it"
+    finally:
+        slot.close()
