@@ -140,7 +140,25 @@ class _Container:
     def __init__(self, client, image: str, limits: Limits, python: str):
         self.uid, self._lock_file = claim_uid()   # its own uid: RLIMIT_NPROC is per uid
         mem = (limits.memory_mb + limits.disk_mb + 128) << 20
-        self.container = client.containers.run(
+        try:
+            self.container = self._create(client, image, limits, python, mem)
+        except Exception:
+            self._lock_file.close()
+            raise
+        try:
+            raw = client.api.attach_socket(self.container.id,
+                                           params={"stdin": 1, "stdout": 1, "stream": 1})
+        except Exception:
+            self.container.remove(force=True)
+            self._lock_file.close()
+            raise
+        self.sock = getattr(raw, "_sock", raw)
+        self.stream = _AttachedStream(self.sock)
+
+    @staticmethod
+    def _create(client, image, limits, python, mem):
+        """The container: no network, read-only root, tmpfs scratch, limits, 3 capabilities."""
+        return client.containers.run(
             image, [python, "-I", "/opt/rlvr/agent.py", json.dumps({"mode": "docker"})],
             detach=True, stdin_open=True, tty=False, network_mode="none", read_only=True,
             tmpfs={"/work": f"size={limits.disk_mb}m,mode=1777",
@@ -152,10 +170,6 @@ class _Container:
                      "/etc/ld.so.cache": {"bind": "/etc/ld.so.cache", "mode": "ro"}},
             user="0:0", ipc_mode="private", hostname="sandbox", environment={},
             labels={LABEL: str(os.getpid())}, working_dir="/")
-        raw = client.api.attach_socket(self.container.id,
-                                       params={"stdin": 1, "stdout": 1, "stream": 1})
-        self.sock = getattr(raw, "_sock", raw)
-        self.stream = _AttachedStream(self.sock)
 
     def call(self, request: dict, timeout_s: float) -> dict:
         data = json.dumps(request).encode()

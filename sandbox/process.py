@@ -17,12 +17,9 @@ from __future__ import annotations
 import json
 import os
 import queue
-import select
 import shutil
 import signal
 import subprocess
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
