@@ -563,7 +563,7 @@ def ifeval_style(min_constraints: int = 1, max_constraints: int = 3, test_fracti
     as `google/IFEval`) uses IFEval-format rows instead (load those with `check=False`: they
     have no reference answers). The reward is `mode` ('strict' or 'loose') prompt-level
     accuracy, or the fraction of instructions followed with `partial=True`; the other mode is
-    logged at weight 0 unless `log_other_mode=False` (it costs about a third of the scoring
+    logged at weight 0 unless `log_other_mode=False` (it costs about half of the scoring
     time, see benchmarks/README.md).
 
     >>> env = ifeval_style()

@@ -755,13 +755,20 @@ def _check_arg(iid: str, name: str, value) -> None:
 
 
 def loose_variants(text: str) -> Iterator[str]:
-    """IFEval's loose forms: as written, `*` removed, first / last / both lines dropped."""
-    for base in (text, text.replace("*", "")):
+    """IFEval's loose forms: as written, `*` removed, first / last / both lines dropped.
+
+    Duplicates are skipped (no `*` to remove, a one-line answer): same verdicts, less work.
+    """
+    seen = set()
+    for base in ((text, text.replace("*", "")) if "*" in text else (text,)):
         lines = base.split("\n")
-        for variant in (base, "\n".join(lines[1:]), "\n".join(lines[:-1]),
-                        "\n".join(lines[1:-1])):
-            if variant.strip():
-                yield variant.strip() if variant is not base else variant
+        variants = (base,) if len(lines) == 1 else (
+            base, "\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(),
+            "\n".join(lines[1:-1]).strip())
+        for variant in variants:
+            if variant.strip() and variant not in seen:
+                seen.add(variant)
+                yield variant
 
 
 def check_instruction(instruction_id: str, text: str, kwargs: dict | None = None,
