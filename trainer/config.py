@@ -120,6 +120,10 @@ class TrainConfig:
     """Gradient-norm clip (0 = none)."""
     micro_batch_size: int = 16
     """Sequences per forward/backward; gradients accumulate over the rollout batch."""
+    share_prefix: bool = True
+    """Run each prompt once per group and repeat its KV cache over the G completions, in
+    sampling and in every loss forward (exact; false = full sequences and HF `generate`, for
+    models whose cache cannot be repeated)."""
     # --- logging, evaluation, checkpoints ---------------------------------------------------
     log_completions: int = 4
     """Completions (with verdicts) written to samples.jsonl per step."""

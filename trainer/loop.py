@@ -152,7 +152,7 @@ class Trainer:
             t0 = time.perf_counter()
             r = generate(self.policy, self.tokenizer, self.stream.take(need), cfg.group_size,
                          cfg.max_completion_length, cfg.temperature, cfg.top_p,
-                         batch_size=cfg.generation_batch_size)
+                         batch_size=cfg.generation_batch_size, share_prefix=cfg.share_prefix)
             t1 = time.perf_counter()
             score(self.env, r, cfg.drop_failed)
             timing["timing/generate_s"] += t1 - t0
@@ -191,11 +191,9 @@ class Trainer:
     @torch.no_grad()
     def prepare(self, rollout: Rollout) -> Batch:
         cfg = self.cfg
-        order = sorted(range(len(rollout)), key=lambda i: -(len(rollout.prompt_ids[i])
-                                                            + len(rollout.completion_ids[i])))
-        micro = [pack(order[i:i + cfg.micro_batch_size], rollout.prompt_ids,
-                      rollout.completion_ids, self.tokenizer.pad_token_id, self.device)
-                 for i in range(0, len(order), cfg.micro_batch_size)]
+        micro = [pack(groups, rollout.prompt_ids, rollout.completion_ids,
+                      self.tokenizer.pad_token_id, self.device, cfg.share_prefix)
+                 for groups in _micro_batches(rollout, cfg.micro_batch_size)]
         valid = rollout.valid.to(self.device)
         loss_mask = [mb.mask & valid[mb.rows, None] for mb in micro]
         ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
@@ -313,10 +311,11 @@ class Trainer:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed + self.step)
             greedy = score(self.env, generate(self.policy, self.tokenizer, tasks, 1,
-                                              cfg.max_completion_length, greedy=True))
+                                              cfg.max_completion_length, greedy=True,
+                                              share_prefix=cfg.share_prefix))
             sampled = score(self.env, generate(self.policy, self.tokenizer, tasks, cfg.eval_k,
                                                cfg.max_completion_length, cfg.temperature,
-                                               cfg.top_p))
+                                               cfg.top_p, share_prefix=cfg.share_prefix))
         k = cfg.eval_k
         hits = [sum(correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
         return {"pass@1": sum(map(correct, greedy.verdicts)) / len(tasks),
@@ -427,6 +426,19 @@ class _Accumulator:
             out.update({"kl": k3 / n, "kl/k1": k1 / n, "kl/k3": k3 / n,
                         "kl/k1_seq_sum": k1 / max(seqs, 1.0)})
         return out
+
+
+def _micro_batches(rollout: Rollout, size: int) -> list[list[list[int]]]:
+    """Rows -> micro-batches of equal-sized same-prompt units: whole groups when `size` >= G
+    (size // G groups each), else slices of one group. Longest first, so padding stays small."""
+    G = rollout.group_size
+    total = lambda rows: max(len(rollout.prompt_ids[r]) + len(rollout.completion_ids[r]) for r in rows)
+    groups = sorted((list(range(g * G, (g + 1) * G)) for g in range(rollout.num_groups)),
+                    key=lambda rows: -total(rows))
+    if size >= G:
+        per = size // G
+        return [groups[i:i + per] for i in range(0, len(groups), per)]
+    return [[grp[j:j + size]] for grp in groups for j in range(0, G, size)]
 
 
 def _merge_inner(inner: list[dict]) -> dict:

@@ -1,9 +1,10 @@
 """Policy, reference and critic models, and the batched log-prob / value forward passes.
 
-Sequences are packed per micro-batch as [left-padded prompt | right-padded completion], so every
-completion starts at the same column: one `logits_to_keep` slice returns exactly the logits that
-predict completion tokens, and no logits are computed for prompt positions (with a 49k
-vocabulary, prompt logits would be most of the forward pass's memory).
+A micro-batch holds whole groups. Each group's prompt goes through the model once and its KV
+cache is repeated over the group's G completions (the prompt is usually longer than the
+completion, so this removes most of the forward/backward cost); logits are computed only at
+positions that predict completion tokens (with a 49k vocabulary, prompt logits would be most of
+the memory), and log-probs are `gather - logsumexp`, never a second vocabulary-sized tensor.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 from torch import nn
 
 __all__ = ["load_policy", "load_tokenizer", "ValueModel", "MicroBatch", "pack",
-           "completion_logprobs", "completion_values"]
+           "completion_logprobs", "completion_values", "frozen_copy"]
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -59,44 +60,87 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
 
-    def forward(self, input_ids, attention_mask, position_ids=None):
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
-                               position_ids=position_ids).last_hidden_state
-        return self.value_head(hidden).squeeze(-1).float()
 
 
 @dataclass
 class MicroBatch:
-    """Packed tensors for a set of sequences (`rows` index the rollout)."""
-    rows: list[int]
-    input_ids: torch.Tensor        # [m, P + C]
-    attention_mask: torch.Tensor   # [m, P + C]
-    position_ids: torch.Tensor     # [m, P + C]
+    """Packed tensors for whole groups of completions that share one prompt each.
+
+    Completions are right-padded in [m, C]; the g distinct prompts are left-padded in [g, P],
+    and row i of the completions continues prompt i // repeats. With `share_prefix`, each prompt
+    is run once and its KV cache repeated over its group (exact: the same attention inputs,
+    G times fewer prompt tokens through the model, gradients flow through the shared prefix);
+    otherwise each row is the full [prompt | completion] sequence.
+    """
+    rows: list[int]                # rollout rows, in this micro-batch's order
+    prompt_ids: torch.Tensor       # [g, P]
+    prompt_mask: torch.Tensor      # [g, P]
     targets: torch.Tensor          # [m, C] completion token ids
     mask: torch.Tensor             # [m, C] bool, real completion tokens
-
-    @property
-    def prompt_len(self) -> int:
-        return self.input_ids.size(1) - self.targets.size(1)
+    repeats: int                   # completions per prompt in this micro-batch
+    share_prefix: bool = True
 
 
-def pack(rows: list[int], prompts: list[list[int]], completions: list[list[int]], pad_id: int,
-         device) -> MicroBatch:
-    """Left-pad prompts and right-pad completions so completions share their start column."""
-    P = max(len(prompts[r]) for r in rows)
-    C = max(max(len(completions[r]) for r in rows), 1)
-    m = len(rows)
-    ids = torch.full((m, P + C), pad_id, dtype=torch.long)
-    attn = torch.zeros((m, P + C), dtype=torch.long)
+def pack(groups: list[list[int]], prompts: list[list[int]], completions: list[list[int]],
+         pad_id: int, device, share_prefix: bool = True) -> MicroBatch:
+    """Groups (lists of rollout rows with the same prompt and equal size) -> one MicroBatch."""
+    rows = [r for grp in groups for r in grp]
+    heads = [prompts[grp[0]] for grp in groups]
+    P, C = max(map(len, heads)), max(max(len(completions[r]) for r in rows), 1)
+    pids = torch.full((len(heads), P), pad_id, dtype=torch.long)
+    pmask = torch.zeros_like(pids)
+    for i, p in enumerate(heads):
+        pids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+        pmask[i, P - len(p):] = 1
+    targets = torch.full((len(rows), C), pad_id, dtype=torch.long)
     for i, r in enumerate(rows):
-        p, c = prompts[r], completions[r]
-        ids[i, P - len(p):P] = torch.tensor(p, dtype=torch.long)
-        ids[i, P:P + len(c)] = torch.tensor(c, dtype=torch.long)
-        attn[i, P - len(p):P + len(c)] = 1
-    positions = (attn.cumsum(-1) - 1).clamp_min(0)
-    mask = attn[:, P:].bool()
-    return MicroBatch(rows, ids.to(device), attn.to(device), positions.to(device),
-                      ids[:, P:].to(device), mask.to(device))
+        targets[i, :len(completions[r])] = torch.tensor(completions[r], dtype=torch.long)
+    mask = torch.arange(C)[None, :] < torch.tensor([len(completions[r]) for r in rows])[:, None]
+    return MicroBatch(rows, pids.to(device), pmask.to(device), targets.to(device),
+                      mask.to(device), len(groups[0]), share_prefix)
+
+
+def cache_kwarg(model) -> str:
+    """The forward argument that takes a KV cache: `cache` in newer transformers,
+    `past_key_values` before."""
+    import inspect
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(out):
+    found = getattr(out, "cache", None)
+    return found if found is not None else out.past_key_values
+
+
+def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> torch.Tensor:
+    """Outputs at the positions that predict each completion token: [m, C, V] logits from a
+    causal LM, or [m, C, H] last hidden states from a bare backbone (the critic)."""
+    G, C = mb.repeats, mb.targets.size(1)
+    pick = (lambda o: o.logits) if logits else (lambda o: o.last_hidden_state)
+    keep = {"logits_to_keep": 1} if logits else {}
+    if not mb.share_prefix:
+        ids = torch.cat([mb.prompt_ids.repeat_interleave(G, 0), mb.targets], 1)
+        attn = torch.cat([mb.prompt_mask.repeat_interleave(G, 0), mb.mask.long()], 1)
+        pos = (attn.cumsum(-1) - 1).clamp_min(0)
+        keep = {"logits_to_keep": C + 1} if logits else {}
+        out = pick(model(input_ids=ids, attention_mask=attn, position_ids=pos, **keep))
+        return out[:, -(C + 1):-1]
+    # The prompt once per group; its last position predicts the first completion token.
+    pos = (mb.prompt_mask.cumsum(-1) - 1).clamp_min(0)
+    out = model(input_ids=mb.prompt_ids, attention_mask=mb.prompt_mask, position_ids=pos,
+                use_cache=True, **keep)
+    first = pick(out)[:, -1:].repeat_interleave(G, 0)
+    if C == 1:
+        return first
+    cache = returned_cache(out)
+    cache.batch_repeat_interleave(G)
+    pmask = mb.prompt_mask.repeat_interleave(G, 0)
+    attn = torch.cat([pmask, mb.mask[:, :-1].long()], 1)
+    cpos = pmask.sum(-1, keepdim=True) + torch.arange(C - 1, device=pmask.device)[None, :]
+    rest = model(input_ids=mb.targets[:, :-1], attention_mask=attn, position_ids=cpos,
+                 use_cache=True, **{cache_kwarg(model): cache},
+                 **({"logits_to_keep": C - 1} if logits else {}))
+    return torch.cat([first, pick(rest)], 1)
 
 
 def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
@@ -106,10 +150,7 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
     Logits are divided by the sampling temperature: the policy being optimised is the
     distribution the completions were drawn from (as TRL does).
     """
-    C = mb.targets.size(1)
-    logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                   position_ids=mb.position_ids, logits_to_keep=C + 1).logits[:, :-1]
-    logits = logits.float()
+    logits = _hidden_or_logits(model, mb, logits=True).float()
     if temperature != 1.0:
         logits = logits / temperature
     # gather - logsumexp instead of log_softmax: never materialises a second [m, C, V] tensor.
@@ -123,8 +164,7 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
 
 
 def completion_values(critic: ValueModel, mb: MicroBatch) -> torch.Tensor:
-    """V(s_t) for the state before each completion token [m, C]: the value read at the position
-    that predicts token t (the same alignment as the log-probs)."""
-    values = critic(mb.input_ids, mb.attention_mask, mb.position_ids)
-    P, C = mb.prompt_len, mb.targets.size(1)
-    return values[:, P - 1:P - 1 + C]
+    """V(s_t) for the state before each completion token [m, C]: read at the position that
+    predicts token t (the same alignment as the log-probs)."""
+    hidden = _hidden_or_logits(critic.backbone, mb, logits=False)
+    return critic.value_head(hidden).squeeze(-1).float()

@@ -14,6 +14,8 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
+from .models import cache_kwarg, returned_cache
+
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
 
 
@@ -111,34 +113,27 @@ def _eos_ids(model, tokenizer) -> set[int]:
 @torch.no_grad()
 def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_tokens: int,
              temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
-             batch_size: int = 0) -> Rollout:
-    """Sample `group_size` completions per task with Hugging Face `generate`.
+             batch_size: int = 0, share_prefix: bool = False) -> Rollout:
+    """Sample `group_size` completions per task.
 
-    Completions are cut after their first EOS (kept: the model must learn to stop) and
-    marked `stop`; those that reach `max_new_tokens` are marked `length`. No top-k and no
-    repetition penalty: the samples must come from pi itself, or the ratio to pi_old is wrong.
+    Completions are cut after their first EOS (kept: the model must learn to stop) and marked
+    `stop`; those that reach `max_new_tokens` are marked `length`. No top-k and no repetition
+    penalty: the samples must come from pi itself, or the ratio to pi_old is wrong.
+    `share_prefix` uses `sample_shared_prefix` (each prompt prefilled once per group, finished
+    rows dropped); otherwise Hugging Face `generate`.
     """
-    from transformers import GenerationConfig
-    device = next(model.parameters()).device
     eos = _eos_ids(model, tokenizer)
-    gen_cfg = GenerationConfig(
-        do_sample=not greedy, temperature=None if greedy else temperature,
-        top_p=None if greedy else top_p, top_k=None if greedy else 0, max_new_tokens=max_new_tokens,
-        num_return_sequences=group_size, pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=sorted(eos), repetition_penalty=1.0)
     prompts = [encode_prompt(tokenizer, t.prompt) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
     out = Rollout([], [], [], [], group_size=group_size)
     for start in range(0, len(tasks), per_call):
         chunk = prompts[start:start + per_call]
-        width = max(map(len, chunk))
-        ids = torch.full((len(chunk), width), tokenizer.pad_token_id, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for i, p in enumerate(chunk):
-            ids[i, width - len(p):] = torch.tensor(p)
-            attn[i, width - len(p):] = 1
-        seqs = model.generate(input_ids=ids.to(device), attention_mask=attn.to(device),
-                              generation_config=gen_cfg)[:, width:].tolist()
+        if share_prefix:
+            seqs = sample_shared_prefix(model, chunk, group_size, max_new_tokens, eos,
+                                        tokenizer.pad_token_id, temperature, top_p, greedy)
+        else:
+            seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
+                                tokenizer.pad_token_id, temperature, top_p, greedy)
         for k, seq in enumerate(seqs):
             g = start + k // group_size
             stop = next((i for i, tok in enumerate(seq) if tok in eos), None)
@@ -150,6 +145,76 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
             out.completion_ids.append(ids_k)
             out.completions.append(Completion(text, ids_k, "stop" if stop is not None else "length"))
     return out
+
+
+def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p):] = torch.tensor(p)
+        attn[i, width - len(p):] = 1
+    return ids.to(device), attn.to(device)
+
+
+def _hf_generate(model, prompts, G, max_new, eos, pad_id, temperature, top_p, greedy):
+    from transformers import GenerationConfig
+    cfg = GenerationConfig(
+        do_sample=not greedy, temperature=None if greedy else temperature,
+        top_p=None if greedy else top_p, top_k=None if greedy else 0, max_new_tokens=max_new,
+        num_return_sequences=G, pad_token_id=pad_id, eos_token_id=sorted(eos),
+        repetition_penalty=1.0)
+    ids, attn = _left_pad(prompts, pad_id, next(model.parameters()).device)
+    return model.generate(input_ids=ids, attention_mask=attn, generation_config=cfg)[:, ids.size(1):].tolist()
+
+
+def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool) -> torch.Tensor:
+    """One token per row from softmax(logits / T), restricted to the top-p nucleus."""
+    if greedy:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, -1)
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(-1, descending=True)
+        drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
+        probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+    return torch.multinomial(probs, 1).squeeze(-1)
+
+
+def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
+                         pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
+                         greedy: bool = False) -> list[list[int]]:
+    """Decode G completions per prompt with a KV cache: each prompt is prefilled once and its
+    cache repeated G times (plain `generate` prefills every copy), and rows that emitted EOS
+    leave the batch at once (plain `generate` keeps computing them until all finish)."""
+    device = next(model.parameters()).device
+    ids, attn = _left_pad(prompts, pad_id, device)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
+                use_cache=True, logits_to_keep=1)
+    cache = returned_cache(out)
+    cache.batch_repeat_interleave(G)
+    cache_kw = cache_kwarg(model)
+    logits = out.logits[:, -1].repeat_interleave(G, 0)
+    attn = attn.repeat_interleave(G, 0)
+    pos = attn.sum(-1)
+    active = torch.arange(len(prompts) * G, device=device)
+    seqs: list[list[int]] = [[] for _ in range(len(active))]
+    eos_t = torch.tensor(sorted(eos), device=device)
+    for t in range(max_new):
+        tok = _pick(logits, temperature, top_p, greedy)
+        for row, tk in zip(active.tolist(), tok.tolist()):
+            seqs[row].append(tk)
+        live = ~torch.isin(tok, eos_t)
+        if t == max_new - 1 or not live.any():
+            break
+        if not live.all():                       # finished rows leave the batch
+            keep = live.nonzero().flatten()
+            cache.batch_select_indices(keep)
+            active, tok, attn, pos = active[keep], tok[keep], attn[keep], pos[keep]
+        attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
+        out = model(input_ids=tok[:, None], attention_mask=attn, position_ids=pos[:, None],
+                    use_cache=True, **{cache_kw: cache})
+        logits, pos = out.logits[:, -1], pos + 1
+    return seqs
 
 
 def score(env, rollout: Rollout, drop_failed: bool = True) -> Rollout:
