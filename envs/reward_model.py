@@ -24,6 +24,15 @@ __all__ = ["reward_model_env"]
 _SMOKE_PROMPTS = ("What is 2 + 3?", "Name a prime number larger than 10.")
 
 
+class _OwnPromptRows(RowSource):
+    """Without a base environment there are no stored tasks: rows bring their own prompt."""
+
+    def get(self, task_id: str) -> Task:
+        raise KeyError(f"the reward-model environment has no task {task_id!r} to look up: give "
+                       "each row its own 'prompt' and an 'answer' field (any value; the reward "
+                       "model ignores it), or pass base_env=NAME to take tasks from NAME")
+
+
 @register_env("reward-model")
 def reward_model_env(path: str, base_env: str | None = None, base_env_args: dict | None = None,
                      weight: float = 1.0, verifier_weight: float = 0.0, name: str = "reward_model",
@@ -41,8 +50,8 @@ def reward_model_env(path: str, base_env: str | None = None, base_env_args: dict
     """
     rm = RewardModel(path, name=name, **reward_model_args)
     if base_env is None:
-        source = RowSource({"train": [Task(f"smoke/{i}", prompt=p, answer="")
-                                      for i, p in enumerate(_SMOKE_PROMPTS)]})
+        source = _OwnPromptRows({"train": [Task(f"smoke/{i}", prompt=p, answer="")
+                                           for i, p in enumerate(_SMOKE_PROMPTS)]})
         return Environment(name="reward-model", source=source, rewards=[(rm, weight)],
                            version=rm.version,
                            description=f"learned reward model {path} ({rm.model.kind})")

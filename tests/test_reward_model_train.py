@@ -70,23 +70,24 @@ def test_make_prefs_pairs_correct_over_incorrect(prefs):
 def test_train_rm_beats_chance_on_held_out_prompts(prefs, tmp_path, capsys):
     out = tmp_path / "rm"
     code = main(["train-rm", "--model", "tiny", "--data", str(prefs), "-o", str(out),
-                 "--max-steps", "100", "--batch-size", "16", "--lr", "3e-4",
-                 "--max-length", "96", "--eval-fraction", "0.2", "--eval-every", "50",
-                 "--save-every", "50", "--tensorboard", "--no-progress"])
+                 "--max-steps", "40", "--batch-size", "16", "--lr", "3e-4",
+                 "--max-length", "96", "--eval-fraction", "0.2", "--eval-every", "20",
+                 "--save-every", "20", "--tensorboard", "--no-progress"])
     printed = capsys.readouterr().out
     assert code == 0, printed
     summary = json.loads((out / "train_rm.json").read_text())["result"]
     accuracy = summary["eval_metrics"]["eval/accuracy"]
     # 48 held-out pairs from 16 prompts never trained on; chance is 0.5. The seeded run
-    # reaches about 0.77 (the in-format wrong numbers stay near chance: no arithmetic learned).
+    # reaches 0.83 (seeds 1 and 2: 0.72, 0.75); the in-format wrong numbers stay near chance,
+    # as no arithmetic is learned in 40 steps, which caps accuracy near 5/6.
     assert summary["eval_pairs"] == 48 and accuracy >= 0.65, accuracy
     assert f"held-out accuracy {accuracy:.3f}" in printed
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == list(range(1, 101))
-    assert [m["step"] for m in metrics if "eval/accuracy" in m] == [50, 100]
+    assert [m["step"] for m in metrics] == list(range(1, 41))
+    assert [m["step"] for m in metrics if "eval/accuracy" in m] == [20, 40]
     assert list((out / "tb").glob("events.out.tfevents.*"))
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000050",
-                                                                         "step-00000100"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000020",
+                                                                         "step-00000040"]
     # The saved model, served as a RewardModel, reproduces the held-out accuracy it reported:
     # what is trained is what is scored (same rendering, truncation and pooling).
     rm = RewardModel(str(out), max_length=96)
@@ -198,3 +199,29 @@ def test_make_prefs_samples_from_a_policy(tmp_path):
     # a random policy writes gibberish: every sample is scored, none is right, so no pairs
     assert (s.prompts, s.completions, s.correct, s.incorrect) == (2, 6, 0, 6)
     assert s.pairs == 0 and s.prompts_without_pair == 2
+
+
+@pytest.mark.xfail(strict=True, reason="load_env's contract check applies gold=1/junk=0 to learned "
+                   "rewards; needs the registry change described in docs/reward_models.md")
+@pytest.mark.parametrize("preset", ["ppo", "grpo"])
+def test_trainer_optimises_a_verifier_plus_reward_model_mix(preset, tmp_path):
+    """PPO as in the seed note: the reward model scores finished responses, the critic predicts
+    that score from partial ones; every component is logged per step."""
+    from rlvr.trainer.config import TrainConfig
+    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.reward_model import build_tiny_reward_model
+    from rlvr.trainer.tiny import build_tiny_model
+    rm = build_tiny_reward_model(tmp_path / "rm", seed=1)
+    cfg = TrainConfig.from_preset(
+        preset, model=str(build_tiny_model(tmp_path / "policy")), output_dir=str(tmp_path / "run"),
+        steps=1, prompts_per_step=2, group_size=3, max_completion_length=8, micro_batch_size=6,
+        progress=False, checkpoint_every=0, tensorboard=False, env="reward-model",
+        env_kwargs={"path": str(rm), "base_env": "arithmetic", "verifier_weight": 1.0,
+                    "weight": 0.5, "normalize": "sigmoid",
+                    "base_env_args": {**ENV_ARGS, "prompt_style": "base"}})
+    Trainer(cfg).train()
+    row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    rm_mean = row["rewards/reward_model/mean"]
+    assert 0.0 < rm_mean < 1.0
+    assert row["reward"] == pytest.approx(row["rewards/numeric_match/mean"] + 0.5 * rm_mean,
+                                          abs=1e-5)

@@ -22,6 +22,7 @@ import random
 import shutil
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -129,7 +130,7 @@ def iter_rows(source: str, split: str = "train") -> Iterator[tuple[int, Any]]:
                         yield n, json.loads(raw)
                     except json.JSONDecodeError as exc:
                         yield n, f"bad JSON ({exc.msg} at column {exc.colno})"
-    elif path.is_dir() or "/" in source and not source.startswith((".", "/")):
+    elif path.is_dir() or (_looks_like_hub_id(source) and not path.exists()):
         import datasets
         if path.is_dir():
             ds = datasets.load_from_disk(source)
@@ -139,6 +140,13 @@ def iter_rows(source: str, split: str = "train") -> Iterator[tuple[int, Any]]:
         yield from enumerate(ds, start=1)
     else:
         raise FileNotFoundError(f"preference data {source!r} does not exist")
+
+
+def _looks_like_hub_id(source: str) -> bool:
+    """'org/name' with no file suffix and no leading './' or '/': a missing local file such as
+    'data/prefs.jsonl' is reported as missing, not sent to the hub."""
+    return source.count("/") == 1 and not source.startswith((".", "/")) \
+        and Path(source).suffix not in (".jsonl", ".json", ".parquet", ".pq")
 
 
 def read_preferences(source: str, split: str = "train") -> tuple[list[PreferencePair], list[str]]:
@@ -220,14 +228,12 @@ def split_holdout(pairs: list[PreferencePair], fraction: float, by: str, seed: i
             for i, p in enumerate(pairs)]
     groups = list(dict.fromkeys(keys))
     random.Random(seed).shuffle(groups)
-    target, held = max(1, round(fraction * len(pairs))), set()
-    count_by_key = {k: keys.count(k) for k in groups} if by == "prompt" else None
-    n = 0
+    target, held, sizes, n = max(1, round(fraction * len(pairs))), set(), Counter(keys), 0
     for g in groups:
         if n >= target or len(held) == len(groups) - 1:
             break
         held.add(g)
-        n += count_by_key[g] if count_by_key else 1
+        n += sizes[g]
     return ([p for p, k in zip(pairs, keys) if k not in held],
             [p for p, k in zip(pairs, keys) if k in held])
 

@@ -153,8 +153,7 @@ class ScalarModel:
 
 
 def load_scalar_model(path: str, kind: str = "auto", *, device: str = "cpu", dtype: str | None = None,
-                      init_value_head: bool = False, gguf_file: str | None = None,
-                      num_labels_check: bool = True):
+                      init_value_head: bool = False, gguf_file: str | None = None):
     """Load (ScalarModel, tokenizer) from a local directory or a hub id.
 
     `kind="auto"` reads `rlvr_reward_model.json` when present, else takes a checkpoint whose
@@ -172,7 +171,7 @@ def load_scalar_model(path: str, kind: str = "auto", *, device: str = "cpu", dty
     _ensure_pad_token(tokenizer)
     torch_dtype = _torch_dtype(dtype)
     if kind == "classifier":
-        model = _load_classifier(path, config, tokenizer, torch_dtype, extra, num_labels_check)
+        model = _load_classifier(path, config, tokenizer, torch_dtype, extra)
     else:
         model = _load_value_head(path, tokenizer, torch_dtype, extra, init_value_head)
     return model.to(_device(device)).eval(), tokenizer
@@ -189,12 +188,13 @@ def _resolve_kind(path: str, kind: str, config) -> str:
         else "value_head"
 
 
-def _load_classifier(path, config, tokenizer, torch_dtype, extra, num_labels_check) -> ScalarModel:
+def _load_classifier(path, config, tokenizer, torch_dtype, extra) -> ScalarModel:
     from transformers import AutoModelForSequenceClassification
-    if num_labels_check and getattr(config, "num_labels", 1) != 1 and \
+    if getattr(config, "num_labels", 1) != 1 and \
             any(a.endswith("ForSequenceClassification") for a in config.architectures or []):
         raise ValueError(f"{path}: a reward model classifier has one logit, this one has "
-                         f"{config.num_labels}; pick the logit with a wrapper or retrain")
+                         f"{config.num_labels} (it classifies something else); train one with "
+                         "`rlvr train-rm --model {path}`, which puts a one-logit head on it")
     module = AutoModelForSequenceClassification.from_pretrained(
         path, num_labels=1, dtype=torch_dtype, **extra)
     module.config.pad_token_id = tokenizer.pad_token_id
