@@ -61,3 +61,13 @@ def test_rlvr_eval_cli_on_a_tiny_model(tmp_path, capsys):
         assert data["pass_at"][f"pass@{k}"] == pytest.approx(
             mean_pass_at_k(4, data["correct_counts"], k))
     assert main(["eval", "--env", "arithmetic", "--model", model, "--k", "one"]) == 2
+
+
+def test_distinct_tasks_never_repeats_a_problem_and_fails_loud_when_short():
+    import rlvr
+    from rlvr.trainer.evaluate import distinct_tasks
+    env = rlvr.load_env("arithmetic", n_terms=2, max_value=3, ops="+")   # 16 expressions in all
+    tasks = distinct_tasks(env, "train", 8)
+    assert len({t.metadata["expression"] for t in tasks}) == 8
+    with pytest.raises(ValueError, match="distinct"):
+        distinct_tasks(env, "test", 200)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .algorithms import pass_at_k
 
-__all__ = ["pass_at_k", "mean_pass_at_k", "EvalConfig", "EvalResult", "evaluate", "run_eval",
+__all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate", "run_eval",
            "resolve_model", "add_parser"]
 
 
@@ -51,7 +51,7 @@ class EvalConfig:
     split: str = "test"
     """Split to evaluate on (held out from training)."""
     tasks: int = 200
-    """Number of tasks (the first N of the split for `seed`)."""
+    """Number of distinct tasks (the first N distinct prompts of the split for `seed`)."""
     ks: tuple = (1, 8, 32)
     """k values for pass@k; n = max(ks) samples are drawn per task."""
     samples: int = 0
@@ -111,6 +111,23 @@ class EvalResult:
         return "\n".join(lines) + f"\n({self.tasks} tasks x {self.samples} samples, {self.seconds:.0f} s)"
 
 
+def distinct_tasks(env, split: str, n: int, seed: int = 0, max_draws: int = 50) -> list:
+    """The first `n` tasks of a split with distinct prompts. Procedural splits draw with
+    replacement, so a small expression space repeats itself; 200 copies of 20 problems would
+    not be 200 problems. Fails loud when the split has fewer than n distinct prompts."""
+    import itertools
+    seen, out = set(), []
+    for task in itertools.islice(env.tasks(split, seed), n * max_draws):
+        key = json.dumps(task.prompt, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(task)
+            if len(out) == n:
+                return out
+    raise ValueError(f"split {split!r} of {env.name!r} has only {len(out)} distinct tasks "
+                     f"(asked for {n}); lower the count or make the environment larger")
+
+
 def _correct(v) -> bool:
     return v.ok and v.score >= 1.0
 
@@ -122,9 +139,7 @@ def evaluate(model, tokenizer, env, cfg: EvalConfig, progress: bool = True) -> E
 
     from .rollout import generate, score
     t0 = time.perf_counter()
-    tasks = env.sample(cfg.tasks, split=cfg.split, seed=cfg.seed)
-    if len(tasks) < cfg.tasks:
-        raise ValueError(f"split {cfg.split!r} of {env.name!r} has {len(tasks)} tasks, asked {cfg.tasks}")
+    tasks = distinct_tasks(env, cfg.split, cfg.tasks, cfg.seed)
     per_call = max(1, cfg.batch_size // cfg.n)
     counts, lengths, well_formed, greedy_hits = [], [], 0, 0
     bar = tqdm(total=len(tasks), desc="rlvr eval", disable=not progress, dynamic_ncols=True)

@@ -162,6 +162,7 @@ def smooth(values: list[float], window: int | None = None) -> list[float]:
 def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
     """Draw `panel` for every run on `ax`; False when no run has any of its metrics."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     styles = ["-", "--", ":", "-."]
     drawn, top = 0, 0.0
@@ -182,6 +183,8 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
     ax.set_title(panel.title, fontsize=11)
     ax.set_xlabel("training step")
     ax.set_ylabel(panel.ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.ticklabel_format(axis="y", useOffset=False)    # no "1e-5+4.654" corner offsets
     if panel.unit_interval:
         ax.set_ylim(-0.03, max(1.0, top) * 1.03)   # a weighted reward may pass 1
     ax.grid(True, alpha=0.3)
