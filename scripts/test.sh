@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [ -f scripts/services.sh ]; then
-  bash scripts/services.sh
+  PYTHON=.venv/bin/python bash scripts/services.sh
 fi
 exec .venv/bin/python -m pytest "$@"
