@@ -209,3 +209,27 @@ def test_shared_prefix_sampler_matches_hf_generate_greedy(tiny_model, tmp_path):
     hf = generate(tr.policy, tr.tokenizer, tasks, 1, 24, greedy=True, share_prefix=False)
     assert ours.completion_ids == hf.completion_ids
     assert [c.finish_reason for c in ours.completions] == [c.finish_reason for c in hf.completions]
+
+
+def test_failed_verdicts_are_counted_and_left_out(tiny_model, tmp_path):
+    # Every other verdict times out: counted in the metrics, zero advantage, no loss tokens.
+    from rlvr.core import Verdict
+    tr = Trainer(tiny_config(tiny_model, tmp_path / "f"))
+    real = tr.env.reward.score_batch
+
+    def flaky(tasks, completions):
+        out = real(tasks, completions)
+        return [Verdict(0.0, "timeout") if i % 2 else v for i, v in enumerate(out)]
+
+    tr.env.reward.score_batch = flaky
+    rollout, metrics = tr.collect()
+    n = len(rollout)
+    assert metrics["samples/excluded"] == n // 2
+    assert metrics["verifier/arithmetic/timeout_rate"] == pytest.approx((n // 2) / n)
+    assert rollout.valid.tolist() == [i % 2 == 0 for i in range(n)]
+    batch = tr.prepare(rollout)
+    assert batch.num_seqs == n - n // 2
+    for mb, mask, adv in zip(batch.micro, batch.loss_mask, batch.advantages):
+        for j, row in enumerate(mb.rows):
+            if row % 2:
+                assert not mask[j].any() and adv[j].abs().sum() == 0

@@ -108,8 +108,13 @@ def cache_kwarg(model) -> str:
 
 
 def returned_cache(out):
+    """The KV cache a forward returned, checked to be one whose rows can be repeated/selected."""
     found = getattr(out, "cache", None)
-    return found if found is not None else out.past_key_values
+    cache = found if found is not None else getattr(out, "past_key_values", None)
+    if not (hasattr(cache, "batch_repeat_interleave") and hasattr(cache, "batch_select_indices")):
+        raise ValueError(f"this model's KV cache ({type(cache).__name__}) cannot be repeated "
+                         "over a group; set share_prefix = false")
+    return cache
 
 
 def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> torch.Tensor:
