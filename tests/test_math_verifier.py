@@ -206,6 +206,32 @@ def test_gold_parse_is_cached():
     assert (info.misses, info.hits) == (1, 7)
 
 
+def test_lite_reader_agrees_with_latex2sympy():
+    """Two paths to the same sympy value: our small reader (fast) and latex2sympy2 (complete),
+    on every answer value in the fixture table that the small reader accepts."""
+    from latex2sympy2_extended import latex2sympy
+    from latex2sympy2_extended.math_normalization import NormalizationConfig
+    from rlvr.verifiers.math.latex_lite import parse_lite
+    from rlvr.verifiers.math.symbolic import _equal, _plain_to_latex, magnitude_ok
+    config = NormalizationConfig(basic_latex=True, units=True, malformed_operators=True,
+                                 nits=True, boxed="all", equations=False)
+    texts = set()
+    for c in CASES:
+        for s in (expand(c["gold"]), expand(c["completion"])):
+            found = find_final(s) if len(s) < 500 else None
+            for part in found.parts if found else ():
+                texts |= {i.text for i in split_answer(part).items}
+    checked = 0
+    for text in sorted(texts):
+        lite = parse_lite(_plain_to_latex(text))
+        if lite is None or not magnitude_ok(lite):
+            continue
+        reference = latex2sympy(_plain_to_latex(text), normalization_config=config)
+        assert _equal(lite, reference), (text, lite, reference)
+        checked += 1
+    assert checked >= 150
+
+
 def test_decide_fast_path_leaves_symbolic_work_undecided():
     g, p = split_answer(r"2\sqrt{2}"), split_answer(r"\sqrt{8}")
     assert decide(g, p).equal is None                 # needs sympy: goes to the pool

@@ -40,6 +40,7 @@ _DROP = [
     (re.compile(r"\\(?:le|leq|leqslant)(?![a-zA-Z])"), r"\\le "),
     (re.compile(r"\\(?:ge|geq|geqslant)(?![a-zA-Z])"), r"\\ge "),
     (re.compile(r"\\(?:neq|ne)(?![a-zA-Z])"), r"\\ne "),
+    (re.compile(r"<="), r"\\le "), (re.compile(r">="), r"\\ge "), (re.compile(r"!="), r"\\ne "),
     (re.compile(r"≤"), r"\\le "), (re.compile(r"≥"), r"\\ge "), (re.compile(r"≠"), r"\\ne "),
     (re.compile(r"−|–"), "-"), (re.compile(r"×|\\times(?![a-zA-Z])"), r" \\times "),
     (re.compile(r"·|\\cdot(?![a-zA-Z])"), r" \\cdot "), (re.compile(r"÷"), "/"),

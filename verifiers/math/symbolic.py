@@ -31,9 +31,11 @@ from sympy.logic.boolalg import BooleanFunction
 from sympy.core.relational import Relational
 
 from .compare import Tri, _ratio, fast_item_equal, split_tuple
+from .latex_lite import parse_lite
 from .normalize import parse_number
 
-__all__ = ["Unreadable", "TooLarge", "to_sympy", "item_equal", "MAX_CHARS", "MAX_DEPTH"]
+__all__ = ["Unreadable", "TooLarge", "GoldUnreadable", "to_sympy", "gold_sympy", "item_equal",
+           "MAX_CHARS", "MAX_DEPTH"]
 
 MAX_CHARS = 1_000
 MAX_DEPTH = 12
@@ -85,8 +87,14 @@ def _plain_to_latex(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=8192)
+def gold_sympy(text: str):
+    """`to_sympy` for gold answers, cached: a gold repeats across a group of completions
+    (predictions are parsed afresh -- caching them would only flatter benchmarks)."""
+    return to_sympy(text)
+
+
 def to_sympy(text: str):
-    """Parse one value. Cached: gold answers repeat across a group of completions."""
+    """Parse one value (bounded: see the module docstring); raises Unreadable / TooLarge."""
     if len(text) > MAX_CHARS:
         raise TooLarge(f"{len(text)} characters (limit {MAX_CHARS})")
     text = _collapse(text)
@@ -105,6 +113,11 @@ def to_sympy(text: str):
         pieces = re.split(rf"\s*{op}(?![a-zA-Z])\s*", text)
         if len(pieces) > 1:
             return join(*(to_sympy(p) for p in pieces))
+    lite = parse_lite(_plain_to_latex(text))
+    if lite is not None:
+        if not magnitude_ok(lite):
+            raise TooLarge(f"{text[:60]!r} is too large to evaluate exactly")
+        return lite
     from latex2sympy2_extended import latex2sympy
     from latex2sympy2_extended.math_normalization import NormalizationConfig
     config = NormalizationConfig(basic_latex=True, units=True, malformed_operators=True,
@@ -182,7 +195,7 @@ def item_equal(g: str, p: str) -> Tri:
     if rg and rp and len(rg) == len(rp):
         return all(item_equal(a, b) for a, b in zip(rg, rp))
     try:
-        a = to_sympy(g)
+        a = gold_sympy(g)
     except Unreadable as exc:
         raise GoldUnreadable(str(exc)) from None
     except TooLarge as exc:
@@ -267,10 +280,41 @@ def _as_set(e) -> Set | None:
         if len(free) != 1:
             return None
         x = next(iter(free))
+        simple = _simple_set(e, x)
+        if simple is not None:
+            return simple
         try:
             return e.subs(x, Symbol(x.name, real=True)).as_set()
         except Exception:
             return None
+    return None
+
+
+_BOUNDS = {"<": (True, False), "<=": (False, False), ">": (True, True), ">=": (False, True)}
+
+
+def _simple_set(e, x) -> Set | None:
+    """`x < a`, `a <= x < b`, `x != a`, and/or of those (a, b constants) as intervals directly:
+    sympy's general `as_set` solves inequalities and costs ~0.1 s each."""
+    if isinstance(e, (sympy.And, sympy.Or)):
+        parts = [_simple_set(a, x) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        return (sympy.Intersection if isinstance(e, sympy.And) else sympy.Union)(*parts)
+    if not isinstance(e, Relational):
+        return None
+    lhs, rhs, op = _doit(e.lhs), _doit(e.rhs), e.rel_op
+    if rhs == x and lhs != x:
+        lhs, rhs, op = rhs, lhs, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+    if lhs != x or rhs.free_symbols or not rhs.is_real:
+        return None
+    if op == "!=":
+        return Union(Interval.open(-sympy.oo, rhs), Interval.open(rhs, sympy.oo))
+    if op not in _BOUNDS:
+        return None
+    open_, lower = _BOUNDS[op]
+    return (Interval(rhs, sympy.oo, left_open=open_) if lower
+            else Interval(-sympy.oo, rhs, right_open=open_))
     return None
 
 
@@ -281,15 +325,14 @@ def _set_equal(a: Set, b: Set) -> bool:
         return (a.left_open == b.left_open and a.right_open == b.right_open
                 and _expr_equal(a.start, b.start) and _expr_equal(a.end, b.end))
     if isinstance(a, FiniteSet) and isinstance(b, FiniteSet):
-        return len(a) == len(b) and _perfect([(x, y) for x in a.args for y in b.args], len(a),
-                                             a.args, b.args)
+        return len(a) == len(b) and _perfect(a.args, b.args)
     if isinstance(a, Union) and isinstance(b, Union):
-        return len(a.args) == len(b.args) and _perfect(None, len(a.args), a.args, b.args,
-                                                       eq=_set_equal)
+        return len(a.args) == len(b.args) and _perfect(a.args, b.args, eq=_set_equal)
     return False
 
 
-def _perfect(_, n, xs, ys, eq=None) -> bool:
+def _perfect(xs, ys, eq=None) -> bool:
+    """Greedy one-to-one matching; enough here because equality is transitive."""
     eq = eq or _equal
     used = set()
     for x in xs:
@@ -297,7 +340,7 @@ def _perfect(_, n, xs, ys, eq=None) -> bool:
         if j is None:
             return False
         used.add(j)
-    return len(used) == n
+    return len(used) == len(ys)
 
 
 def _equations_equal(a: Eq, b: Eq) -> bool:
