@@ -160,6 +160,11 @@ def test_rlvr_score_with_the_math_env(tmp_path, capsys):
                    "e": (0.0, "unparsed")}
 
 
+def test_docstring_examples():
+    import doctest
+    assert doctest.testmod(math_envs).failed == 0
+
+
 def test_builtin_rows_cover_both_dataset_styles():
     fields = [set(r) for r in math_envs.BUILTIN_ROWS]
     assert any("question" in f for f in fields) and any("problem" in f for f in fields)

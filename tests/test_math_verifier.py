@@ -239,6 +239,14 @@ def test_decide_fast_path_leaves_symbolic_work_undecided():
     assert decide(split_answer("3"), split_answer("3, 4")).equal is False
 
 
+@pytest.mark.parametrize("module", ["normalize", "extract", "reward", "latex_lite", "countdown"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    mod = importlib.import_module(f"rlvr.verifiers.math.{module}")
+    assert doctest.testmod(mod).failed == 0
+
+
 def test_bad_inputs_are_counted_not_raised():
     reward = MathReward(symbolic="inline")
     assert reward.score(Task("t", answer=None), "4").status == "gold_unparseable"

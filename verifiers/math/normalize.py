@@ -88,7 +88,7 @@ def normalize(s: str) -> str:
     >>> normalize(r"\$1{,}000.50")
     '1000.50'
     >>> normalize(r"\left( \dfrac{1}{2}, 3 \right)")
-    '( \\frac{1}{2}, 3 )'
+    '(\\frac{1}{2},3)'
     >>> normalize(r"90^\circ"), normalize(r"50\%"), normalize(r"125\textnormal{ miles}")
     ('90', '50', '125')
     """
@@ -370,7 +370,7 @@ def split_answer(raw: str) -> Answer:
     >>> [i.text for i in split_answer(r"x = 1 \text{ or } x = -2").items]
     ['1', '-2']
     >>> [i.text for i in split_answer(r"5 \pm 1").items]
-    ['5+1', '5-1']
+    ['5 + 1', '5 - 1']
     """
     s = normalize(raw)
     s = re.sub(r"\(([^()]*;[^()]*)\)", lambda m: "(" + m.group(1).replace(";", ",") + ")", s)
