@@ -1,7 +1,10 @@
 """R1-Zero on a CPU, measured: held-out accuracy of SmolLM2-135M-Instruct before and after GRPO,
 and Dr. GRPO with the same budget, compared on accuracy and response length.
 
-    python benchmarks/r1zero_cpu.py --steps 12 --eval-tasks 200 --k 8
+    python benchmarks/r1zero_cpu.py --steps 8 --eval-tasks 200 --k 8
+
+The training runs use the main job's settings (trainer/r1zero.py: 4 prompts x 8 completions x 64
+tokens, lr 1e-5) unless overridden, so the GRPO run here *is* the README's first command.
 
 Phases (each writes its numbers to OUT/results.json as soon as it ends, and a rerun skips the
 phases already there, so a long run that was stopped continues where it was):
@@ -37,9 +40,17 @@ def _load(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"phases": {}}
 
 
-def _save(path: Path, results: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1))
+def _save(path: Path, results: dict, phase: str) -> None:
+    """Merge this phase into the file as it is now: phases may run in parallel processes."""
+    merged = _load(path)
+    merged.setdefault("commands", [])
+    if results["command"] not in merged["commands"]:
+        merged["commands"].append(results["command"])
+    merged["settings"] = results["settings"]
+    merged["phases"][phase] = results["phases"][phase]
+    results["phases"].update(merged["phases"])
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(merged, indent=1))
     tmp.rename(path)
 
 
@@ -53,6 +64,7 @@ def _evaluate(model_path: str, args) -> dict:
     from rlvr.trainer.r1zero import R1ZERO_SETTINGS
     cfg = EvalConfig(env=R1ZERO_SETTINGS["env"], env_kwargs=R1ZERO_SETTINGS["env_kwargs"],
                      model=model_path, tasks=args.eval_tasks, ks=(1, args.k),
+                     sample_tasks=args.sample_tasks,
                      max_completion_length=args.max_tokens, batch_size=args.eval_batch,
                      seed=args.seed)
     result = run_eval(cfg, progress=True)
@@ -94,8 +106,9 @@ def _passk_plot(results: dict, path: Path) -> None:
     ax.set_xticks([j + width * (len(models) - 1) / 2 for j in range(len(metrics))], metrics)
     ax.set_ylabel("fraction of held-out tasks")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"Held-out arithmetic, {models[0][1]['tasks']} tasks x "
-                 f"{models[0][1]['samples']} samples: before and after RL")
+    r0 = models[0][1]
+    ax.set_title(f"Held-out addition: greedy on {r0['tasks']} tasks, {r0['samples']} samples "
+                 f"on {r0['sampled_tasks']}", fontsize=10)
     ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
@@ -125,13 +138,15 @@ def _plots(runs: Path, out: Path, results: dict) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=12, help="GRPO steps per run")
-    p.add_argument("--prompts", type=int, default=8, help="prompts per step")
+    p.add_argument("--steps", type=int, default=8, help="GRPO steps per run")
+    p.add_argument("--prompts", type=int, default=4, help="prompts per step")
     p.add_argument("--group", type=int, default=8, help="completions per prompt")
     p.add_argument("--max-tokens", type=int, default=64, help="completion limit (train and eval)")
     p.add_argument("--lr", type=float, default=1e-5)
     p.add_argument("--eval-tasks", type=int, default=200)
     p.add_argument("--k", type=int, default=8, help="samples per eval task (pass@k)")
+    p.add_argument("--sample-tasks", type=int, default=0,
+                   help="draw the k samples on only the first N eval tasks (0 = all; greedy covers all)")
     p.add_argument("--eval-batch", type=int, default=128, help="completions per generate call in eval")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
@@ -151,6 +166,7 @@ def main() -> int:
     store = args.out / "results.json"
     results = _load(store)
     results["command"] = "python benchmarks/r1zero_cpu.py " + " ".join(sys.argv[1:])
+    results["machine"] = {"cpus": os.cpu_count(), "torch_threads": args.threads}
     results["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     model = smollm2_folder()
     steps = {"base": lambda: _evaluate(model, args),
@@ -171,7 +187,7 @@ def main() -> int:
         out.update({"seconds": round(time.perf_counter() - t0, 1), "load_before": load0,
                     "load_after": os.getloadavg(), "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
         results["phases"][phase] = out
-        _save(store, results)
+        _save(store, results, phase)
         print(f"[{phase}] {out['seconds']:.0f} s", flush=True)
     return 0
 
