@@ -43,6 +43,8 @@ def test_mean_over_tasks_and_bad_input():
         mean_pass_at_k(4, [], 1)
     with pytest.raises(ValueError, match="n >= k"):
         EvalConfig(ks=(1, 8), samples=4)
+    with pytest.raises(ValueError, match="sample_tasks"):
+        EvalConfig(tasks=10, sample_tasks=11)
 
 
 def test_rlvr_eval_cli_on_a_tiny_model(tmp_path, capsys):
@@ -50,12 +52,15 @@ def test_rlvr_eval_cli_on_a_tiny_model(tmp_path, capsys):
     model = build_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval.json"
     code = main(["eval", "--env", "arithmetic", "--env-arg", "n_terms=2", "--model", model,
-                 "--k", "1,2,4", "--tasks", "3", "--max-tokens", "6", "-o", str(out)])
+                 "--k", "1,2,4", "--tasks", "3", "--sample-tasks", "2", "--max-tokens", "6",
+                 "-o", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "pass@4" in printed and "greedy pass@1" in printed
     data = json.loads(out.read_text())
-    assert data["tasks"] == 3 and data["samples"] == 4 and len(data["correct_counts"]) == 3
+    # greedy covers the 3 tasks; the 4 samples each were drawn for the first 2 only
+    assert data["tasks"] == 3 and data["samples"] == 4 and data["sampled_tasks"] == 2
+    assert len(data["correct_counts"]) == 2 and all(0 <= c <= 4 for c in data["correct_counts"])
     # the reported numbers are the estimator applied to the recorded counts
     for k in (1, 2, 4):
         assert data["pass_at"][f"pass@{k}"] == pytest.approx(
