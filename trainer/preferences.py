@@ -18,7 +18,6 @@ import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rlvr.core import Completion, Task
 

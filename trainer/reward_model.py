@@ -139,7 +139,8 @@ def iter_rows(source: str, split: str = "train") -> Iterator[tuple[int, Any]]:
             ds = datasets.load_dataset(source, split=split)
         yield from enumerate(ds, start=1)
     else:
-        raise FileNotFoundError(f"preference data {source!r} does not exist")
+        raise FileNotFoundError(f"input {source!r} does not exist (expected a file, a "
+                                "`datasets` directory or a hub dataset id)")
 
 
 def _looks_like_hub_id(source: str) -> bool:
@@ -404,12 +405,26 @@ class _Run:
                              "another output_dir or --no-resume with an empty one")
 
     def encode(self) -> None:
-        self.train_enc = [self._encode(p) for p in self.train_pairs]
-        self.eval_enc = [self._encode(p) for p in self.eval_pairs]
+        self.train_enc = self._encode_all(self.train_pairs)
+        self.eval_enc = self._encode_all(self.eval_pairs)
+        if not self.train_enc:
+            raise ValueError("no training pair could be rendered; see the skipped rows above")
         if self.truncated:
             print(f"train-rm: warning: {self.truncated} of "
                   f"{2 * (len(self.train_enc) + len(self.eval_enc))} texts were longer than "
                   f"max_length={self.cfg.max_length} and were cut from the left", file=sys.stderr)
+
+    def _encode_all(self, pairs: list[PreferencePair]) -> list[_Encoded]:
+        """Tokenise every pair; one the chat template rejects is a bad row, skipped."""
+        out = []
+        for p in pairs:
+            try:
+                out.append(self._encode(p))
+            except Exception as exc:   # e.g. a template that demands alternating roles
+                msg = f"line {p.line}: cannot render: {type(exc).__name__}: {exc}"
+                self.bad_rows.append(msg)
+                print(f"train-rm: skipped {msg}", file=sys.stderr)
+        return out
 
     def _encode(self, p: PreferencePair) -> _Encoded:
         ids = [self._tokens(p.prompt, text) for text in (p.chosen, p.rejected)]

@@ -37,7 +37,9 @@ def add_parser(sub) -> None:
 def _add_train_rm(sub) -> None:
     h = lambda name: _help(TrainRMConfig, name)  # noqa: E731
     p = sub.add_parser("train-rm", help="train a reward model on preference pairs "
-                       "(Bradley-Terry)", description="Train a reward model on (prompt, chosen, rejected) rows with the Bradley-Terry loss -log sigma(r_chosen - r_rejected - margin).")
+                       "(Bradley-Terry)",
+                       description="Train a reward model on (prompt, chosen, rejected) rows with "
+                       "the Bradley-Terry loss -log sigma(r_chosen - r_rejected - margin).")
     p.add_argument("--model", required=True, help=h("model"))
     p.add_argument("--data", required=True, help=h("data"))
     p.add_argument("-o", "--output-dir", required=True, help=h("output_dir"))

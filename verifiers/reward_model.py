@@ -152,8 +152,8 @@ class ScalarModel:
         return out
 
 
-def load_scalar_model(path: str, kind: str = "auto", *, device: str = "cpu", dtype: str | None = None,
-                      init_value_head: bool = False, gguf_file: str | None = None):
+def load_scalar_model(path: str, kind: str = "auto", *, device: str = "cpu",
+                      dtype: str | None = None, init_value_head: bool = False, gguf_file: str | None = None):
     """Load (ScalarModel, tokenizer) from a local directory or a hub id.
 
     `kind="auto"` reads `rlvr_reward_model.json` when present, else takes a checkpoint whose
@@ -404,8 +404,8 @@ class RewardModel(BaseReward):
             text = render_pair(self.tokenizer, task.prompt, as_completion(completion).text,
                                self.config.use_chat_template)
             ids = self._encode(text)
-        except (ValueError, TypeError) as exc:
-            return Verdict(0.0, ERROR, reason=f"cannot score: {exc}")
+        except Exception as exc:   # bad shapes, a chat template that rejects the turns...
+            return Verdict(0.0, ERROR, reason=f"cannot score: {type(exc).__name__}: {exc}")
         if not ids:
             return Verdict(0.0, ERROR, reason="cannot score: the rendered pair has no tokens")
         note, limit = "", self.config.max_length
@@ -449,7 +449,8 @@ class RewardModel(BaseReward):
             return Verdict(0.0, ERROR, extracted=raw, reason=f"model output is {raw}")
         mode = self.config.normalize
         if mode == "sigmoid":
-            score = 1.0 / (1.0 + math.exp(-raw)) if raw >= 0 else math.exp(raw) / (1 + math.exp(raw))
+            # the two branches never overflow exp() for large |raw|
+            score = 1 / (1 + math.exp(-raw)) if raw >= 0 else math.exp(raw) / (1 + math.exp(raw))
         elif mode == "running":
             score = self.norm(raw)
         else:
@@ -469,7 +470,8 @@ def _fingerprint(path: str, kind: str) -> str:
         for f in sorted(p.iterdir()):
             if f.is_file():   # small files by content, weights by size (hashing GBs is slow)
                 size = f.stat().st_size
-                h.update(f.name.encode() + (f.read_bytes() if size < 1 << 22 else str(size).encode()))
+                body = f.read_bytes() if size < 1 << 22 else str(size).encode()
+                h.update(f.name.encode() + body)
     else:
         h.update(path.encode())
     return f"{kind}-{h.hexdigest()[:10]}"
