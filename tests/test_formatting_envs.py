@@ -33,6 +33,14 @@ def test_gold_scores_one_and_junk_zero_on_both_splits(name):
                 assert env.reward.score(task, junk).score == 0.0, (task.id, junk)
 
 
+def test_json_schema_partial_credit_passes_the_contract():
+    env = load_env("json-schema", partial=True)
+    task = next(t for t in env.sample(20) if len(t.answer["required"]) >= 2)
+    broken = dict(task.metadata["reference"])
+    broken.pop(task.answer["required"][0])
+    assert 0.0 < env.reward.score(task, json.dumps(broken)).score < 1.0
+
+
 def test_ifeval_loose_mode_and_partial_credit_pass_the_contract():
     env = load_env("ifeval-style", mode="loose", partial=True, max_constraints=5)
     check_env(env, n=20)
@@ -244,6 +252,20 @@ def test_rlvr_score_on_the_shipped_samples(tmp_path, capsys):
     assert rows[-1]["status"] == "unparsed"
     rc, rows = _score(tmp_path, "think-format", "think_format_sample.jsonl")
     assert rc == 0 and [r["score"] for r in rows] == [1.0, 0, 0, 0, 0, 1.0]
+
+
+def test_rlvr_score_math_env_with_the_format_reward(tmp_path):
+    out = tmp_path / "arith_fmt.jsonl"
+    assert main(["score", "--env", "think-format", "--env-arg", "base=arithmetic",
+                 "--env-arg", "weight=0.2", str(DATA / "arithmetic_sample.jsonl"), "-o", str(out),
+                 "--workers", "0", "--no-progress"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 200
+    for r in rows:
+        c = r["components"]
+        assert c.keys() == {"numeric_match", "think_format", "r1_format"}
+        if r["status"] == "ok":
+            assert r["score"] == pytest.approx(0.8 * c["numeric_match"] + 0.2 * c["r1_format"])
 
 
 def test_doctests():
