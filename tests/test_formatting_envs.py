@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr import Environment, EnvContractError, Task, check_env, load_env
+from rlvr import Environment, Task, check_env, load_env
 from rlvr.cli import main
 from rlvr.envs.arithmetic import ArithmeticSource
 from rlvr.envs.formatting import KINDS, R1Format, ifeval_tasks, with_format_reward

@@ -40,7 +40,7 @@ __all__ = [
     "CHECKERS", "RELATIONS", "InstructionFollowing", "InstructionSpecError", "check_instruction",
     "clean", "count_words", "count_sentences", "count_bullets", "count_highlights",
     "count_placeholders", "count_sections", "count_capital_words", "split_paragraphs",
-    "detect_language", "loose_variants", "bind_kwargs",
+    "detect_language", "loose_variants", "bind_kwargs", "instruction_spec",
 ]
 
 # --------------------------------------------------------------------------- text basics
