@@ -30,6 +30,7 @@ _RELATIONS = {"=": sympy.Eq, "<": sympy.StrictLessThan, ">": sympy.StrictGreater
 _MUL = {"*", "\\cdot", "\\times"}
 _ATOM_START = re.compile(r"\d|\.|[a-zA-Z]$|\\(?:frac|sqrt|pi|infty|binom|left|ln|log)$")
 MAX_TOKENS = 400
+_MIXED = re.compile(r"\d\s*\\frac")   # 1\frac{1}{2} is a mixed number (latex2sympy2 reads it)
 _WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")    # `sqrt(2)`, `xy`: leave to latex2sympy2
 
 
@@ -232,7 +233,8 @@ def parse_lite(text: str):
     >>> parse_lite(r"\begin{pmatrix}1\end{pmatrix}") is None
     True
     """
-    if "_" in text or "\\\\" in text or "&" in text or _WORD.search(text):
+    if "_" in text or "\\\\" in text or "&" in text or _WORD.search(text) \
+            or _MIXED.search(text):
         return None                                   # subscripts, matrices, words: not ours
     try:
         reader = _Reader(_tokens(text))
