@@ -114,6 +114,11 @@ def test_resume_continues_exactly_where_it_stopped(prefs, tmp_path):
     assert steps == list(range(1, 9))                        # every step logged exactly once
     with pytest.raises(ValueError, match="different run"):
         train_reward_model(TrainRMConfig(**{**cfg(tmp_path / "b", 8).__dict__, "lr": 1e-3}))
+    # starting over removes the old run's checkpoints, so a later resume cannot pick them up
+    over = train_reward_model(TrainRMConfig(**{**cfg(tmp_path / "b", 4).__dict__,
+                                               "resume": False, "lr": 1e-3}))
+    assert over.resumed_from is None
+    assert [p.name for p in (tmp_path / "b" / "checkpoints").iterdir()] == ["step-00000004"]
 
 
 BAD_ROWS = [

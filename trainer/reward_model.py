@@ -79,7 +79,8 @@ class TrainRMConfig:
     """Also write metrics as TensorBoard events under output_dir/tb (needs `tensorboard`)."""
     progress: bool = True
     resume: bool = True
-    """Continue from the newest checkpoint in output_dir when there is one."""
+    """Continue from the newest checkpoint in output_dir when there is one; False deletes
+    output_dir's checkpoints and metrics and starts over."""
 
     def __post_init__(self):
         if self.kind not in ("classifier", "value_head"):
@@ -370,15 +371,18 @@ class _Run:
         """Build or load the model and optimizer; return the step to start from."""
         import torch
         cfg = self.cfg
-        latest = self._latest_checkpoint() if cfg.resume else None
+        if not cfg.resume:   # starting over: an old run's checkpoints must not be resumed later
+            shutil.rmtree(self.ckpt_root, ignore_errors=True)
+        latest = self._latest_checkpoint()
         torch.manual_seed(cfg.seed)
         if latest is not None:
             state = torch.load(latest / "trainer_state.pt", weights_only=False)
             self._check_same_run(state["config"])
             source = str(latest)
         elif cfg.model == "tiny":
-            source = str(build_tiny_reward_model(self.out / "tiny-init", cfg.kind,
-                                          max_positions=max(1024, cfg.max_length), seed=cfg.seed))
+            source = str(build_tiny_reward_model(
+                self.out / "tiny-init", cfg.kind, max_positions=max(1024, cfg.max_length),
+                seed=cfg.seed))
         else:
             source = cfg.model
         self.model, self.tokenizer = load_scalar_model(

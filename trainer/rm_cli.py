@@ -56,7 +56,8 @@ def _add_train_rm(sub) -> None:
     p.add_argument("--no-chat-template", action="store_true", help="render pairs as plain text")
     p.add_argument("--tensorboard", action="store_true", help=h("tensorboard"))
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
+    p.add_argument("--no-resume", action="store_true",
+                   help="start over: delete output_dir's checkpoints and metrics first")
     p.set_defaults(func=cmd_train_rm)
 
 
