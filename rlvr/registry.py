@@ -4,8 +4,9 @@ Third-party packages add environments without editing rlvr through the `rlvr.env
 group: each entry point names a module that registers on import, or a factory registered under
 the entry point's name.
 
-Loading runs the contract check (`check_env`): gold answers score 1.0 on every weighted reward,
-junk scores 0.0 in total, and every
+Loading runs the contract check (`check_env`): gold answers score 1.0 and junk 0.0 on every
+weighted rule-based reward (learned rewards, `learned = True`, need only score both without
+failing), and every
 task field a reward declares exists in the tasks -- with errors that say what to fix.
 """
 from __future__ import annotations
@@ -149,7 +150,9 @@ def check_env(env, n: int = 4) -> None:
     if not tasks:
         raise EnvContractError(f"environment {env.name!r}: its task source yielded no tasks")
     problems = []
-    weighted = {r.name for r, w in env.rewards if w != 0.0}
+    # Learned rewards (reward models, `learned = True`) give no fixed score to gold or junk:
+    # for them the contract is only that they score both without failing.
+    weighted = {r.name for r, w in env.rewards if w != 0.0 and not getattr(r, "learned", False)}
     for task in tasks:
         if not isinstance(task, Task):
             raise EnvContractError(f"environment {env.name!r} yielded {type(task).__name__}, "
@@ -170,9 +173,11 @@ def check_env(env, n: int = 4) -> None:
                             "`gold` and its rewards")
         for junk in JUNK:
             v = env.reward.score(task, junk)
-            if v.score != 0.0 or v.status in FAILED_STATUSES:
-                problems.append(f"junk completion {junk!r} scored {v.score} (status {v.status}: "
-                                f"{v.reason or 'no reason'}); junk must score 0.0 without error")
+            paid = {name: s for name, s in v.components.items() if name in weighted and s != 0.0}
+            if paid or v.status in FAILED_STATUSES:
+                problems.append(f"junk completion {junk!r} scored {paid or v.score} (status "
+                                f"{v.status}: {v.reason or 'no reason'}); junk must score 0.0 "
+                                "on each weighted rule-based reward, without error")
                 break
     if problems:
         raise EnvContractError(f"environment {env.name!r} fails the contract check:\n  - "

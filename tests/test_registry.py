@@ -45,7 +45,7 @@ def test_reward_that_pays_junk_is_rejected():
     def pays_junk():
         return Environment("pays-junk", RowSource({"train": TASKS}), [(always_one, 1.0)])
 
-    with pytest.raises(EnvContractError, match="junk completion '' scored 1.0"):
+    with pytest.raises(EnvContractError, match=r"junk completion '' scored \{'always_one': 1.0\}"):
         load_env("pays-junk")
 
 
@@ -129,3 +129,32 @@ def test_import_rlvr_stays_light():
     code = "import rlvr, sys; rlvr.load_env('arithmetic'); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_learned_rewards_only_need_to_score_without_failing():
+    class Learned(rlvr.BaseReward):
+        name, learned = "learned_scalar", True
+
+        def _score(self, task, completion):
+            return rlvr.Verdict(0.37)      # a reward model's scalar: neither 1 on gold nor 0 on junk
+
+    @register_env("with-learned", replace=True)
+    def with_learned():
+        return Environment("with-learned", RowSource({"train": TASKS}),
+                           [(NumericMatch(), 1.0), (Learned(), 0.5)],
+                           gold=lambda t: f"<answer>{t.answer}</answer>")
+
+    assert load_env("with-learned").reward.score(TASKS[0], "<answer>1</answer>").score == pytest.approx(1.0 + 0.5 * 0.37)
+
+    class LearnedButBroken(Learned):
+        def _score(self, task, completion):
+            raise RuntimeError("model file missing")
+
+    @register_env("with-broken-learned", replace=True)
+    def with_broken():
+        return Environment("with-broken-learned", RowSource({"train": TASKS}),
+                           [(NumericMatch(), 1.0), (LearnedButBroken(), 0.5)],
+                           gold=lambda t: f"<answer>{t.answer}</answer>")
+
+    with pytest.raises(EnvContractError, match="status error: learned_scalar: RuntimeError"):
+        load_env("with-broken-learned")
