@@ -1,6 +1,7 @@
 """Shared fixtures for the sandbox and code-verifier tests: one warm sandbox per backend.
 
-Docker tests skip only when the engine is really unreachable (the skip reason says why).
+Docker tests skip only when the engine is really unreachable (the skip reason says why), and
+never in CI, which sets RLVR_REQUIRE_DOCKER=1 after starting the engine.
 """
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ def make_sandbox(backend: str):
             return get_sandbox("docker", limits=TEST_LIMITS, pool_size=2)
         return get_sandbox("process", limits=TEST_LIMITS, slots=2)
     except SandboxUnavailable as exc:
-        if backend == "docker":
+        if backend == "docker" and not os.environ.get("RLVR_REQUIRE_DOCKER"):
             pytest.skip(f"Docker engine unavailable: {exc}")
-        raise   # the process backend is the default: its absence is a failure, not a skip
+        raise   # CI sets RLVR_REQUIRE_DOCKER=1: there a missing engine fails the run   # the process backend is the default: its absence is a failure, not a skip
 
 
 def sandbox_processes() -> list[str]:
