@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from rlvr.core import (ERROR, GOLD_UNPARSEABLE, OK, TIMEOUT, UNPARSED, BaseReward, Completion,
-                       Task, Verdict, as_completion)
+from rlvr.core import (ERROR, GOLD_UNPARSEABLE, INFRA_ERROR, OK, TIMEOUT, UNPARSED, BaseReward,
+                       Completion, Task, Verdict, as_completion)
 from rlvr.pool import WorkerPool, default_pool
 
 from ..parser import ThinkParser
@@ -218,8 +218,9 @@ class MathReward(BaseReward):
                 out[i] = _to_verdict(o.value, text)
             elif o.status == "timeout":
                 out[i] = Verdict(0.0, TIMEOUT, text, f"no verdict within {self.deadline_s:g}s")
-            else:
-                out[i] = Verdict(0.0, ERROR, text, o.error)
+            else:           # a worker that died on this call, or a pool that cannot start
+                status = INFRA_ERROR if o.status == "infra_error" else ERROR
+                out[i] = Verdict(0.0, status, text, o.error)
             out[i].latency_s = time.perf_counter() - starts[i]
 
 
