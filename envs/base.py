@@ -70,17 +70,23 @@ class Environment:
     """What the trainer samples from and what `rlvr score` scores against.
 
     `rewards` are (reward, weight) pairs; a zero weight logs the component without training on
-    it. `gold` turns a task's gold answer into a completion that must score 1.0 (the registry's
-    contract check); `prompt_style` is 'chat' (system + user messages) or 'base' (R1-Zero's
-    plain-text template ending in `<think>`, whose completions start inside the think block).
+    it. `gold` turns a task's gold answer into a completion that must score 1.0 and `junk` lists
+    completions that must score 0.0 (the registry's contract check).
     """
     name: str
     source: TaskSource
     rewards: Sequence[tuple[Reward, float]]
     version: str = "1"
     parser: ThinkParser = field(default_factory=ThinkParser)
-    gold: Callable[[Task], str] = field(default=lambda task: think_answer_gold(task.answer))
+    gold: Callable[[Task], str] | None = field(
+        default=lambda task: think_answer_gold(task.answer))
+    """A completion that must score 1.0; None when tasks carry no reference (the contract check
+    then tests junk only)."""
     description: str = ""
+    junk: Sequence[str] | None = None
+    """Completions that must score 0.0 in the contract check; None = the registry's standard
+    set. Narrow it only when some standard junk honestly earns credit (e.g. "I don't know."
+    does follow the instruction "use no commas")."""
 
     def __post_init__(self):
         self.reward: Reward = WeightedSum(self.rewards, name=self.name)

@@ -560,8 +560,8 @@ def ifeval_style(min_constraints: int = 1, max_constraints: int = 3, test_fracti
     """Verifiable instruction following (IFEval's instruction set).
 
     Procedural by default; `data` (a JSONL file, a saved `datasets` directory or a hub id such
-    as `google/IFEval`) uses IFEval-format rows instead (load those with `check=False`: they
-    have no reference answers). The reward is `mode` ('strict' or 'loose') prompt-level
+    as `google/IFEval`) uses IFEval-format rows instead (they carry no reference answers, so
+    the contract check tests only that empty answers score 0). The reward is `mode` ('strict' or 'loose') prompt-level
     accuracy, or the fraction of instructions followed with `partial=True`; the other mode is
     logged at weight 0 unless `log_other_mode=False` (it costs about half of the scoring
     time, see benchmarks/README.md).
@@ -577,8 +577,11 @@ def ifeval_style(min_constraints: int = 1, max_constraints: int = 3, test_fracti
               IFEvalSource(min_constraints, max_constraints, test_fraction))
     other = "loose" if mode == "strict" else "strict"
     parser = ThinkParser()
+    # IFEval rows carry no reference response, and of the standard junk only the empty answer
+    # is sure to fail every instruction ("I don't know." does use no commas).
     return IFEvalEnvironment(
-        name="ifeval-style", source=source, version="1", parser=parser, gold=_reference,
+        name="ifeval-style", source=source, version="1", parser=parser,
+        gold=None if data else _reference, junk=("", "<think>") if data else None,
         rewards=[(InstructionFollowing(mode, partial, parser), 1.0)]
         + ([(InstructionFollowing(other, partial, parser), 0.0)] if log_other_mode else []),
         description="Verifiable instructions (IFEval ids): word/sentence counts, keywords, "

@@ -163,22 +163,30 @@ def check_env(env, n: int = 4) -> None:
                             f"{task.id!r} lacks (it has {sorted(task.fields())}); add them to "
                             "the task's metadata or rename the reward's parameters")
             continue
-        gold = env.reward.score(task, env.gold(task))
-        short = {name: s for name, s in gold.components.items()
-                 if name in weighted and s != 1.0}
-        if short or gold.failed:
-            problems.append(f"gold completion for task {task.id!r} scored {short or gold.score} "
-                            f"(status {gold.status}: {gold.reason or 'no reason'}); each "
-                            "weighted reward must give the gold answer 1.0 -- check the env's "
-                            "`gold` and its rewards")
-        for junk in JUNK:
-            v = env.reward.score(task, junk)
-            paid = {name: s for name, s in v.components.items() if name in weighted and s != 0.0}
-            if paid or v.status in FAILED_STATUSES:
-                problems.append(f"junk completion {junk!r} scored {paid or v.score} (status "
-                                f"{v.status}: {v.reason or 'no reason'}); junk must score 0.0 "
-                                "on each weighted rule-based reward, without error")
-                break
+        if env.gold is not None:
+            problems.extend(_gold_problems(env, task, weighted))
+        problems.extend(_junk_problems(env, task, weighted))
     if problems:
         raise EnvContractError(f"environment {env.name!r} fails the contract check:\n  - "
                                + "\n  - ".join(dict.fromkeys(problems)))
+
+
+def _gold_problems(env, task: Task, weighted: set[str]) -> list[str]:
+    gold = env.reward.score(task, env.gold(task))
+    short = {name: s for name, s in gold.components.items() if name in weighted and s != 1.0}
+    if not short and not gold.failed:
+        return []
+    return [f"gold completion for task {task.id!r} scored {short or gold.score} (status "
+            f"{gold.status}: {gold.reason or 'no reason'}); each weighted reward must give the "
+            "gold answer 1.0 -- check the env's `gold` and its rewards"]
+
+
+def _junk_problems(env, task: Task, weighted: set[str]) -> list[str]:
+    for junk in JUNK if env.junk is None else env.junk:
+        v = env.reward.score(task, junk)
+        paid = {name: s for name, s in v.components.items() if name in weighted and s != 0.0}
+        if paid or v.status in FAILED_STATUSES:
+            return [f"junk completion {junk!r} scored {paid or v.score} (status {v.status}: "
+                    f"{v.reason or 'no reason'}); junk must score 0.0 on each weighted "
+                    "rule-based reward, without error"]
+    return []

@@ -262,7 +262,10 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
     try:
         # One block is scored ahead while the previous one is written, so workers never
         # wait for the host's reading and writing.
-        with open(out_path, "a", encoding="utf-8") as out, ThreadPoolExecutor(1) as ahead:
+        # backslashreplace: a lone surrogate from the input ("\ud800") is written back as the
+        # same JSON escape instead of crashing the run.
+        with open(out_path, "a", encoding="utf-8", errors="backslashreplace") as out, \
+                ThreadPoolExecutor(1) as ahead:
             blocks = _blocks(read_rows(cfg, done_line), cfg.block_rows)
             submit = lambda b: ahead.submit(_score_block, b, pool, context, env, spec,  # noqa: E731
                                             cfg.deadline_s)

@@ -121,12 +121,11 @@ def test_rows_by_generated_id_and_bad_rows(ifeval):
 def test_ifeval_data_file(tmp_path):
     path = tmp_path / "ifeval.jsonl"
     path.write_text("\n".join(json.dumps({**IFEVAL_ROW, "key": k}) for k in range(3)))
-    env = load_env("ifeval-style", data=str(path), check=False)
+    env = load_env("ifeval-style", data=str(path))   # contract: junk-only (rows carry no reference)
+    assert env.gold is None and env.junk == ("", "<think>")
     tasks = env.sample(5)
     assert [t.id for t in tasks] == ["ifeval/0", "ifeval/1", "ifeval/2"]
     assert env.reward.score(tasks[0], "<think>Hmm.</think>hi").score == 1.0
-    with pytest.raises(ValueError, match="load this environment with check=False"):
-        load_env("ifeval-style", data=str(path))
     with pytest.raises(ValueError, match="row 0 has no instruction_id_list"):
         ifeval_tasks([{"prompt": "x"}])
 
@@ -136,7 +135,7 @@ def test_ifeval_data_from_a_saved_datasets_directory(tmp_path):
     # the hub copy's shape: every kwargs dict carries every argument, unused ones null
     rows = [{**IFEVAL_ROW, "key": 1, "kwargs": [{"num_words": None, "keywords": None}]}]
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "ds"))
-    env = load_env("ifeval-style", data=str(tmp_path / "ds"), check=False)
+    env = load_env("ifeval-style", data=str(tmp_path / "ds"))
     task = env.sample(1)[0]
     assert env.reward.score(task, "hi").score == 1.0
 

@@ -174,3 +174,15 @@ def test_output_of_a_different_run_is_refused(tmp_path, capsys):
     assert "written by a different run" in capsys.readouterr().err
     assert cli_main(args) == 0            # same run again: resumes, nothing to add
     assert len(read_out(out)) == 4
+
+
+def test_lone_surrogate_in_a_completion_round_trips(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "arithmetic/train/0/0", "completion": "x\\ud800 <answer>35</answer>"}\n'
+                   '{"id": "arithmetic/train/0/0", "completion": "<answer>35</answer>"}\n')
+    out = tmp_path / "out.jsonl"
+    assert cli_main(["score", "--env", "arithmetic", str(src), "-o", str(out), "--no-progress",
+                     "--workers", "0"]) == 0
+    got = read_out(out)
+    assert got[0]["completion"] == "x\ud800 <answer>35</answer>" and got[0]["score"] == 1.0
+    assert got[1]["score"] == 1.0
