@@ -43,6 +43,8 @@ def prepare_model(cache: Path = CACHE) -> str:
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf)
     model.hf_quantizer = None                         # weights are already dequantised to fp32
+    if hasattr(model.config, "quantization_config"):  # else Trainer refuses "quantized" weights
+        del model.config.quantization_config
     cache.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(cache)
     tok.save_pretrained(cache)

@@ -77,8 +77,11 @@ class Trainer:
         groups = [{"params": list(self.policy.parameters()), "lr": cfg.lr}]
         if self.critic is not None:
             groups.append({"params": list(self.critic.parameters()), "lr": cfg.critic_lr or cfg.lr})
+        # Fused AdamW: one kernel over all parameters, no per-parameter temporaries (on CPU the
+        # default implementation's temporaries add ~0.4 GiB peak for a 135M model).
         self.optimizer = torch.optim.AdamW(groups, betas=tuple(cfg.adam_betas),
-                                           weight_decay=cfg.weight_decay)
+                                           weight_decay=cfg.weight_decay,
+                                           fused=self.device.type in ("cpu", "cuda"))
         warm = cfg.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
