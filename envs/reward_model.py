@@ -1,7 +1,7 @@
 """The `reward-model` environment: a learned reward, alone or weighted with a verifier.
 
-    rlvr score --env reward-model --env-arg path=rm/ rows.jsonl -o scored.jsonl
-    rlvr score --env reward-model --env-arg path=rm/ --env-arg base_env=arithmetic \\
+    rlvr score --env reward-model --env-arg path=rm/ --workers 0 rows.jsonl -o scored.jsonl
+    rlvr score --workers 0 --env reward-model --env-arg path=rm/ --env-arg base_env=arithmetic \\
         --env-arg verifier_weight=1.0 --env-arg weight=0.5 rows.jsonl -o scored.jsonl
 
 With `base_env`, tasks (and so prompts, gold answers and task ids) come from that environment

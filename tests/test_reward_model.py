@@ -194,8 +194,6 @@ def test_combined_environment_reports_every_component(classifier_dir):
     assert verdicts[1].components["numeric_match"] == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="check_env applies gold=1/junk=0 to learned rewards; "
-                   "needs the registry change described in docs/reward_models.md")
 def test_rlvr_score_with_reward_model_env(classifier_dir, tmp_path, capsys):
     from rlvr.cli import main
     rows = tmp_path / "rows.jsonl"

@@ -206,8 +206,6 @@ def test_make_prefs_samples_from_a_policy(tmp_path):
     assert s.pairs == 0 and s.prompts_without_pair == 2
 
 
-@pytest.mark.xfail(strict=True, reason="load_env's contract check applies gold=1/junk=0 to learned "
-                   "rewards; needs the registry change described in docs/reward_models.md")
 @pytest.mark.parametrize("preset", ["ppo", "grpo"])
 def test_trainer_optimises_a_verifier_plus_reward_model_mix(preset, tmp_path):
     """PPO as in the seed note: the reward model scores finished responses, the critic predicts

@@ -2,7 +2,7 @@
 
     rlvr make-prefs --env arithmetic --completions samples.jsonl -o prefs.jsonl
     rlvr train-rm --model tiny --data prefs.jsonl -o rm/ --max-steps 200
-    rlvr score --env reward-model --env-arg path=rm/ rows.jsonl -o scored.jsonl
+    rlvr score --env reward-model --env-arg path=rm/ --workers 0 rows.jsonl -o scored.jsonl
 
 Both exit 0 on success and 3 when they finished but skipped bad input rows (listed on stderr
 with their line numbers), like `rlvr score`.
