@@ -136,21 +136,31 @@ def bulk_rows(fixtures, n):
 
 
 def pooled_rate(rows, workers, deadline_s):
+    """Two ways to use a pool, each timed cold (fresh workers: parser tables, gold caches) and
+    warm: the whole reward in the workers (`PooledReward`, how `rlvr score` runs), and the
+    default `MathReward` -- fast path in this process, only symbolic comparisons in the pool
+    (how a trainer's `score_batch` runs)."""
     from rlvr import PooledReward, Task, WorkerPool
     from rlvr.verifiers.math import MathReward
-    with WorkerPool(workers) as pool:
-        reward = PooledReward(MathReward(), deadline_s=deadline_s, pool=pool)
-        t0 = time.perf_counter()
-        reward.score_batch([Task("warm", answer="1")] * workers * 2, [r"\boxed{\sqrt{1}}"] *
-                           workers * 2)            # start the workers, import sympy there
-        start_s = time.perf_counter() - t0
-        tasks = [Task(r["id"], answer=r["gold"]) for r in rows]
-        times = []
-        for _ in range(2):             # cold workers (parser tables, gold caches), then warm
+    tasks = [Task(r["id"], answer=r["gold"]) for r in rows]
+    completions = [r["completion"] for r in rows]
+    out = {}
+    for mode in ("whole reward in the pool", "symbolic only in the pool"):
+        with WorkerPool(workers) as pool:
+            reward = (PooledReward(MathReward(), deadline_s=deadline_s, pool=pool)
+                      if mode.startswith("whole") else
+                      MathReward(pool=pool, symbolic="pool", deadline_s=deadline_s))
             t0 = time.perf_counter()
-            verdicts = reward.score_batch(tasks, [r["completion"] for r in rows])
-            times.append(time.perf_counter() - t0)
-        return times, start_s, verdicts
+            reward.score_batch([Task("warm", answer="1")] * workers * 2,
+                               [r"\boxed{\sqrt{1}}"] * workers * 2)   # start workers, import sympy
+            start_s = time.perf_counter() - t0
+            times = []
+            for _ in range(2):
+                t0 = time.perf_counter()
+                verdicts = reward.score_batch(tasks, completions)
+                times.append(time.perf_counter() - t0)
+        out[mode] = (times, start_s, verdicts)
+    return out
 
 
 def main(argv=None) -> int:
@@ -204,7 +214,7 @@ def main(argv=None) -> int:
     _Timeouts.count = 0
     bm, bm_s, bm_hang = run(lambda r: math_verify_score(r["gold"], r["completion"]), bulk,
                             args.hang_s)
-    (p_cold, p_warm), start_s, pv = pooled_rate(bulk, args.workers, deadline_s=10.0)
+    pooled = pooled_rate(bulk, args.workers, deadline_s=10.0)
     agree = lambda xs: sum(x == r["expected"] for x, r in zip(xs, bulk)) / len(bulk)
     print(f"\n## bulk set ({len(bulk)} rows)")
     print(f"ours, single process:      {len(bulk) / bo_s:8.1f} cases/s  (agreement "
@@ -212,11 +222,12 @@ def main(argv=None) -> int:
     print(f"math-verify, single proc.: {len(bulk) / bm_s:8.1f} cases/s  (agreement "
           f"{agree(bm):.1%}, hangs {bm_hang}, timeouts {_Timeouts.count})")
     print(f"ratio ours / math-verify:  {bm_s / bo_s:8.2f}x")
-    print(f"ours, {args.workers} pool workers:     {len(bulk) / p_cold:8.1f} cases/s cold, "
-          f"{len(bulk) / p_warm:.1f} warm  (agreement {agree([v.score for v in pv]):.1%}, "
-          f"timeouts {sum(v.status == 'timeout' for v in pv)}; pool start {start_s:.1f}s "
-          f"not counted; load {os.getloadavg()[0]:.1f})")
-    print(Counter(v.status for v in pv))
+    for mode, ((cold, warm), start_s, pv) in pooled.items():
+        print(f"ours, {args.workers} workers, {mode}: {len(bulk) / cold:.1f} cases/s cold, "
+              f"{len(bulk) / warm:.1f} warm  (agreement {agree([v.score for v in pv]):.1%}, "
+              f"timeouts {sum(v.status == 'timeout' for v in pv)}, statuses "
+              f"{dict(Counter(v.status for v in pv))}; pool start {start_s:.1f}s not counted)")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 
