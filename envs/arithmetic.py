@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Iterator
 
 from rlvr.core import Task
 from rlvr.registry import register_env
@@ -18,7 +17,7 @@ from rlvr.verifiers.format import ThinkFormat
 from rlvr.verifiers.numeric import NumericMatch
 from rlvr.verifiers.parser import ThinkParser
 
-from .base import Environment, r1_base_prompt, r1_chat_prompt
+from .base import Environment, ProceduralSource, r1_base_prompt, r1_chat_prompt
 
 __all__ = ["ArithmeticSource", "arithmetic"]
 
@@ -26,7 +25,7 @@ SPLITS = ("train", "test")
 
 
 @dataclass(frozen=True)
-class ArithmeticSource:
+class ArithmeticSource(ProceduralSource):
     """Expressions of `n_terms` integers in [0, max_value], joined by `ops`, optionally with one
     pair of parentheses. `test_fraction` of the expression space belongs to the test split."""
     n_terms: int = 3
@@ -36,6 +35,7 @@ class ArithmeticSource:
     test_fraction: float = 0.2
     prompt_style: str = "chat"
     splits: tuple = SPLITS
+    prefix = "arithmetic"
 
     def __post_init__(self):
         if self.n_terms < 2:
@@ -75,22 +75,6 @@ class ArithmeticSource:
         return Task(id=f"arithmetic/{split}/{seed}/{index}", prompt=prompt,
                     answer=str(_evaluate(expr)), metadata={"question": question,
                                                          "expression": expr})
-
-    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
-        if split not in SPLITS:
-            raise KeyError(f"no split {split!r}; have {list(SPLITS)}")
-        index = 0
-        while True:
-            yield self._make(split, seed, index)
-            index += 1
-
-    def get(self, task_id: str) -> Task:
-        parts = task_id.split("/")
-        if len(parts) != 4 or parts[0] != "arithmetic" or parts[1] not in SPLITS \
-                or not parts[2].lstrip("-").isdigit() or not parts[3].isdigit():
-            raise KeyError(f"bad arithmetic task id {task_id!r}; expected "
-                           "'arithmetic/<train|test>/<seed>/<index>'")
-        return self._make(parts[1], int(parts[2]), int(parts[3]))
 
 
 def _evaluate(expr: str) -> int:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 from rlvr.core import Reward, Task, WeightedSum
 from rlvr.verifiers.parser import ThinkParser
 
-__all__ = ["Environment", "TaskSource", "RowSource", "r1_chat_prompt", "r1_base_prompt",
+__all__ = ["Environment", "TaskSource", "ProceduralSource", "RowSource", "r1_chat_prompt", "r1_base_prompt",
            "think_answer_gold"]
 
 R1_SYSTEM = (
@@ -43,6 +43,33 @@ class TaskSource(Protocol):
     def iter(self, split: str, seed: int = 0) -> Iterator[Task]: ...
     def get(self, task_id: str) -> Task: ...
     splits: Sequence[str]
+
+
+class ProceduralSource:
+    """A generator that makes task `index` of a split from the seed alone.
+
+    Subclasses set `prefix` and implement `_make(split, seed, index)`; ids read
+    `<prefix>/<split>/<seed>/<index>`, so any task can be regenerated from its id (scoring rows
+    need only the id) without generating the ones before it.
+    """
+    prefix: str = "task"
+    splits: tuple = ("train", "test")
+
+    def _make(self, split: str, seed: int, index: int) -> Task:
+        raise NotImplementedError(f"{type(self).__name__} must implement _make")
+
+    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
+        if split not in self.splits:
+            raise KeyError(f"no split {split!r}; have {list(self.splits)}")
+        return (self._make(split, seed, index) for index in itertools.count())
+
+    def get(self, task_id: str) -> Task:
+        parts = task_id.split("/")
+        if len(parts) != 4 or parts[0] != self.prefix or parts[1] not in self.splits \
+                or not parts[2].lstrip("-").isdigit() or not parts[3].isdigit():
+            raise KeyError(f"bad {self.prefix} task id {task_id!r}; expected "
+                           f"'{self.prefix}/<{'|'.join(self.splits)}>/<seed>/<index>'")
+        return self._make(parts[1], int(parts[2]), int(parts[3]))
 
 
 class RowSource:

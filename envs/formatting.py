@@ -19,7 +19,7 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from rlvr.core import Task, Verdict
 from rlvr.registry import load_env, register_env
@@ -31,7 +31,8 @@ from rlvr.verifiers.instructions import (
 from rlvr.verifiers.parser import ThinkParser, answer_tag
 from rlvr.verifiers.structured import JsonSchemaMatch, JsonValid
 
-from .base import Environment, RowSource, r1_base_prompt, r1_chat_prompt, think_answer_gold
+from .base import (Environment, ProceduralSource, RowSource, r1_base_prompt, r1_chat_prompt,
+                   think_answer_gold)
 
 __all__ = ["IFEvalSource", "IFEvalEnvironment", "ifeval_style", "ifeval_tasks",
            "SchemaSource", "json_schema", "R1Format", "QuestionSource", "think_format",
@@ -43,15 +44,6 @@ SPLITS = ("train", "test")
 def _split_of(key: str, test_fraction: float) -> str:
     bucket = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
     return "test" if bucket / 2**64 < test_fraction else "train"
-
-
-def _parse_id(task_id: str, prefix: str) -> tuple[str, int, int]:
-    parts = task_id.split("/")
-    if len(parts) != 4 or parts[0] != prefix or parts[1] not in SPLITS \
-            or not parts[2].lstrip("-").isdigit() or not parts[3].isdigit():
-        raise KeyError(f"bad {prefix} task id {task_id!r}; expected "
-                       f"'{prefix}/<train|test>/<seed>/<index>'")
-    return parts[1], int(parts[2]), int(parts[3])
 
 
 def _user(text: str) -> list[dict]:
@@ -401,10 +393,11 @@ KINDS: dict[str, Kind] = {
 
 
 @dataclass(frozen=True)
-class IFEvalSource:
+class IFEvalSource(ProceduralSource):
     """Procedural instruction-following tasks: a base request + `min_constraints` to
     `max_constraints` sampled instructions (plus the topic keyword, which keeps empty or
     off-topic answers from satisfying a lone "no commas")."""
+    prefix = "ifeval-style"
     min_constraints: int = 1
     max_constraints: int = 3
     test_fraction: float = 0.2
@@ -470,17 +463,6 @@ class IFEvalSource:
         return Task(id=f"ifeval-style/{split}/{seed}/{index}", prompt=_user(prompt.strip()),
                     answer=spec, metadata={**spec, "instruction": prompt.strip(),
                                            "reference": gold, "gate_instructions": 1})
-
-    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
-        if split not in SPLITS:
-            raise KeyError(f"no split {split!r}; have {list(SPLITS)}")
-        index = 0
-        while True:
-            yield self._make(split, seed, index)
-            index += 1
-
-    def get(self, task_id: str) -> Task:
-        return self._make(*_parse_id(task_id, "ifeval-style"))
 
 
 def _row_spec(row: Mapping, answer_field: str) -> dict | None:
@@ -639,8 +621,9 @@ def _field_value(kind: str, rng: random.Random) -> Any:
 
 
 @dataclass(frozen=True)
-class SchemaSource:
+class SchemaSource(ProceduralSource):
     """An entity, 3-6 of its fields, some required, extra keys sometimes forbidden."""
+    prefix = "json-schema"
     test_fraction: float = 0.2
     splits: tuple = SPLITS
 
@@ -662,17 +645,6 @@ class SchemaSource:
                     f"Schema:\n{json.dumps(schema, indent=2)}\nReply with the JSON object only.")
         return Task(id=f"json-schema/{split}/{seed}/{index}", prompt=_user(question),
                     answer=schema, metadata={"entity": entity, "reference": gold})
-
-    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
-        if split not in SPLITS:
-            raise KeyError(f"no split {split!r}; have {list(SPLITS)}")
-        index = 0
-        while True:
-            yield self._make(split, seed, index)
-            index += 1
-
-    def get(self, task_id: str) -> Task:
-        return self._make(*_parse_id(task_id, "json-schema"))
 
 
 class SchemaEnvironment(Environment):
@@ -748,8 +720,9 @@ NAMES = ["river", "planet", "garden", "silver", "window", "orange", "thunder", "
 
 
 @dataclass(frozen=True)
-class QuestionSource:
+class QuestionSource(ProceduralSource):
     """Short questions with known answers; only the format is scored."""
+    prefix = "think-format"
     prompt_style: str = "chat"
     test_fraction: float = 0.2
     splits: tuple = SPLITS
@@ -769,17 +742,6 @@ class QuestionSource:
             else r1_base_prompt(question)
         return Task(id=f"think-format/{split}/{seed}/{index}", prompt=prompt,
                     answer=str(answer), metadata={"question": question})
-
-    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
-        if split not in SPLITS:
-            raise KeyError(f"no split {split!r}; have {list(SPLITS)}")
-        index = 0
-        while True:
-            yield self._make(split, seed, index)
-            index += 1
-
-    def get(self, task_id: str) -> Task:
-        return self._make(*_parse_id(task_id, "think-format"))
 
 
 class FormatOnlyEnvironment(Environment):

@@ -13,7 +13,6 @@ import hashlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from rlvr.core import Task
 from rlvr.registry import register_env
@@ -23,7 +22,7 @@ from rlvr.verifiers.math.countdown import CountdownReward
 from rlvr.verifiers.parser import ThinkParser
 
 from .arithmetic import ArithmeticSource
-from .base import Environment, RowSource, r1_base_prompt, r1_chat_prompt
+from .base import Environment, ProceduralSource, RowSource, r1_base_prompt, r1_chat_prompt
 
 __all__ = ["load_rows", "rows_to_math_tasks", "CountdownSource", "math_env", "math_arithmetic",
            "countdown", "BUILTIN_ROWS", "BOXED_INSTRUCTION"]
@@ -182,10 +181,11 @@ def math_arithmetic(n_terms: int = 3, max_value: int = 20, ops: str = "+-*",
 # --------------------------------------------------------------------------- countdown
 
 @dataclass(frozen=True)
-class CountdownSource:
+class CountdownSource(ProceduralSource):
     """`n_numbers` integers in [1, max_number] and a target in [min_target, max_target] that
     some expression over them reaches (the generator builds one: `metadata['solution']`).
     Train/test are split by a hash of (numbers, target), as in `arithmetic`."""
+    prefix = "countdown"
     n_numbers: int = 4
     max_number: int = 99
     min_target: int = 10
@@ -237,22 +237,6 @@ class CountdownSource:
                                  "tags, for example <answer>(1 + 2) * 3</answer>."))
         return Task(id=f"countdown/{split}/{seed}/{index}", prompt=prompt, answer=str(target),
                     metadata={"numbers": numbers, "question": question, "solution": solution})
-
-    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
-        if split not in self.splits:
-            raise KeyError(f"no split {split!r}; have {list(self.splits)}")
-        index = 0
-        while True:
-            yield self._make(split, seed, index)
-            index += 1
-
-    def get(self, task_id: str) -> Task:
-        parts = task_id.split("/")
-        if len(parts) != 4 or parts[0] != "countdown" or parts[1] not in self.splits \
-                or not parts[2].lstrip("-").isdigit() or not parts[3].isdigit():
-            raise KeyError(f"bad countdown task id {task_id!r}; expected "
-                           "'countdown/<train|test>/<seed>/<index>'")
-        return self._make(parts[1], int(parts[2]), int(parts[3]))
 
 
 @register_env("countdown")
