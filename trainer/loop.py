@@ -17,7 +17,6 @@ REINFORCE, RLOO) are they needed before the advantages, and then a no-grad pass 
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 import warnings
