@@ -129,15 +129,19 @@ class Environment:
 
     def task_from_row(self, row: Mapping, id_field: str = "id",
                       answer_field: str = "answer") -> Task:
-        """The task a scoring row refers to: its own gold answer if it has one, else its id."""
+        """The task a scoring row refers to: its own gold answer if it has one, else its id,
+        else (for rewards that need no gold, such as reward models) its own prompt."""
         if answer_field in row and row[answer_field] is not None:
             extra = {k: v for k, v in row.items() if k not in (id_field, answer_field)}
             return Task(id=str(row.get(id_field, "")), prompt=row.get("prompt", ""),
                         answer=row[answer_field], metadata=extra)
         if row.get(id_field) is not None:
             return self.get_task(str(row[id_field]))
+        if row.get("prompt") is not None:   # no gold: fine for rewards that need none
+            extra = {k: v for k, v in row.items() if k != "prompt"}
+            return Task(id="", prompt=row["prompt"], answer=None, metadata=extra)
         raise KeyError(f"row has neither {answer_field!r} (gold answer) nor {id_field!r} "
-                       "(task id)")
+                       "(task id) nor 'prompt'")
 
     def describe(self) -> dict:
         return {"name": self.name, "version": self.version, "description": self.description,

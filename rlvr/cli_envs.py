@@ -30,8 +30,8 @@ def cmd_list(args) -> int:
 def cmd_show(args) -> int:
     try:
         env = load_env(args.name, **parse_kv(args.env_arg))
-    except UnknownEnvError as exc:
-        raise UsageError(str(exc)) from None
+    except (UnknownEnvError, TypeError) as exc:   # TypeError: a missing or unknown argument
+        raise UsageError(f"{exc}; pass factory arguments with --env-arg KEY=VALUE") from None
     info = env.describe()
     task = env.sample(1, split=args.split or env.source.splits[0])[0]
     print(json.dumps(info, indent=2))

@@ -40,6 +40,9 @@ __all__ = ["Factory", "Outcome", "WorkerPool", "default_pool", "resolve"]
 _POLL_S = 0.02          # how often the host checks a running chunk's progress
 _FLUSH_S = 0.01         # how often a worker sends finished results back
 _STARTING, _BUILDING = -2.0, -1.0   # progress[0] sentinels before the first item runs
+# Building a call's context (importing a verifier, loading a reward model) gets its own, longer
+# deadline: a model load is slow but legitimate, and must not eat the first item's deadline.
+BUILD_DEADLINE_S = 300.0
 
 
 def _preparation_data(name, _original=spawn.get_preparation_data):
@@ -329,7 +332,8 @@ class WorkerPool:
             if not w.proc.is_alive():
                 return self._worker_died(w, pending, done, results)
             idx, started = w.progress[0], w.progress[1]
-            if idx == _STARTING or time.monotonic() - started <= deadline_s:
+            limit = max(deadline_s, BUILD_DEADLINE_S) if idx == _BUILDING else deadline_s
+            if idx == _STARTING or time.monotonic() - started <= limit:
                 continue
             # Past the deadline: the item in progress times out (or, while the context is
             # being built, every pending item does); finished-but-unsent ones are redone.
@@ -337,7 +341,7 @@ class WorkerPool:
             if idx == _BUILDING:
                 for i in pending[done:]:
                     results[i] = Outcome("timeout", error=f"building the context took longer "
-                                         f"than {deadline_s:g}s", latency_s=deadline_s)
+                                         f"than {limit:g}s", latency_s=limit)
                 return []
             stuck = pending[int(idx)]
             results[stuck] = Outcome("timeout", error=f"no result within {deadline_s:g}s; "

@@ -42,6 +42,7 @@ class PooledReward(BaseReward):
         self.version = version or getattr(reward, "version", "1")
         self._required = (reward.required_fields() if hasattr(reward, "required_fields")
                           else set())
+        self.learned = getattr(reward, "learned", False)   # the registry's contract reads it
 
     @classmethod
     def for_env(cls, env, *, deadline_s: float = 10.0, env_args: dict | None = None,

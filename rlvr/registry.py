@@ -111,6 +111,8 @@ def load_env(name: str, *, check: bool = True, **kwargs: Any):
     try:
         env = entry.factory(**kwargs)
     except TypeError as exc:
+        if not _is_call_mismatch(exc, entry.factory):
+            raise
         params = ", ".join(inspect.signature(entry.factory).parameters)
         raise TypeError(f"environment {name!r}: {exc}; its factory takes ({params})") from None
     from rlvr.envs.base import Environment
@@ -120,6 +122,11 @@ def load_env(name: str, *, check: bool = True, **kwargs: Any):
     if check:
         check_env(env)
     return env
+
+
+def _is_call_mismatch(exc: TypeError, factory: Callable) -> bool:
+    """True when the TypeError is about the arguments given, not raised inside the factory."""
+    return getattr(factory, "__name__", "") in str(exc) and "argument" in str(exc)
 
 
 def env_info(name: str) -> dict:

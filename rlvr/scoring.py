@@ -53,6 +53,9 @@ class ScoreConfig:
     """Hard wall-clock limit per row; past it the row is a `timeout` and its worker is replaced."""
     block_rows: int = 4096
     """Rows read and scored per block (memory is proportional to this, not to the input)."""
+    batch_rows: int = 1
+    """Rows per reward call. Above 1, `score_batch` sees them together (reward models batch on
+    the accelerator) and the deadline applies to the whole batch."""
     backend: str = "process"
     """Where rows are scored: 'process' (a local worker pool) or 'ray' (Ray actors)."""
     ray_address: str | None = None
@@ -187,25 +190,29 @@ class _RowSpec:
     verifier: str
 
 
-def _score_row(ctx, item) -> tuple:
-    """In a worker: raw row -> (output JSON line, status, score, latency, id). Never raises."""
+def _score_rows(ctx, batch) -> list[tuple]:
+    """In a worker: several raw rows through one `score_batch` call (for batching rewards)."""
     env, spec = ctx
-    line, raw = item
-    row, problem = _decode(raw, spec, line)
-    if problem:
-        verdict = Verdict(0.0, ERROR, reason=problem)
-    else:
-        task = completion = None
+    ready, results = [], {}
+    for k, (line, raw) in enumerate(batch):
+        row, problem = _decode(raw, spec, line)
         try:
+            if problem:
+                raise ValueError(problem)
             task = env.task_from_row(row, spec.id_field, spec.answer_field)
             completion = Completion(row[spec.completion_field],
                                     finish_reason=row.get("finish_reason") or "stop")
         except (KeyError, TypeError, ValueError) as exc:
-            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            verdict = Verdict(0.0, ERROR, reason=f"line {line}: {message}")
+            message = exc.args[0] if exc.args else exc
+            reason = message if problem else f"line {line}: {message}"
+            results[k] = _finish(row, line, Verdict(0.0, ERROR, reason=reason), spec)
         else:
-            verdict = env.reward.score(task, completion)
-    return _finish(row, line, verdict, spec)
+            ready.append((k, row, line, task, completion))
+    if ready:
+        verdicts = env.reward.score_batch([r[3] for r in ready], [r[4] for r in ready])
+        for (k, row, line, _, _), verdict in zip(ready, verdicts):
+            results[k] = _finish(row, line, verdict, spec)
+    return [results[k] for k in range(len(batch))]
 
 
 def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
@@ -268,7 +275,7 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
                 ThreadPoolExecutor(1) as ahead:
             blocks = _blocks(read_rows(cfg, done_line), cfg.block_rows)
             submit = lambda b: ahead.submit(_score_block, b, pool, context, env, spec,  # noqa: E731
-                                            cfg.deadline_s)
+                                            cfg.deadline_s, cfg.batch_rows)
             current = next(blocks, None)
             future = submit(current) if current else None
             while current:
@@ -310,20 +317,25 @@ def _blocks(rows: Iterator, size: int) -> Iterator[list]:
         yield block
 
 
-def _score_block(block, pool, context, env, spec, deadline_s) -> list[tuple]:
-    """Score one block in the pool; a row that timed out or killed its worker still gets a row."""
+def _score_block(block, pool, context, env, spec, deadline_s, batch_rows=1) -> list[tuple]:
+    """Score one block in the pool; a row that timed out or killed its worker still gets a row.
+
+    With `batch_rows > 1` the pool's unit of work (and of deadline) is a batch of rows."""
+    units = [block[i:i + batch_rows] for i in range(0, len(block), batch_rows)]
     if pool is None:
-        return [_score_row((env, spec), item) for item in block]
-    outcomes = pool.map(_score_row, block, deadline_s=deadline_s, context=context)
+        return [r for unit in units for r in _score_rows((env, spec), unit)]
+    outcomes = pool.map(_score_rows, units, deadline_s=deadline_s, context=context)
     results = []
-    for (line, raw), o in zip(block, outcomes):
+    for unit, o in zip(units, outcomes):
         if o.status == "ok":
-            results.append(o.value)
+            results.extend(o.value)
             continue
         status = {"timeout": TIMEOUT, "infra_error": INFRA_ERROR}.get(o.status, ERROR)
-        verdict = Verdict(0.0, status, reason=f"line {line}: {o.error}", latency_s=o.latency_s)
-        row, _ = _decode(raw, spec, line)
-        results.append(_finish(row, line, verdict, spec))
+        for line, raw in unit:
+            verdict = Verdict(0.0, status, reason=f"line {line}: {o.error}",
+                              latency_s=o.latency_s)
+            row, _ = _decode(raw, spec, line)
+            results.append(_finish(row, line, verdict, spec))
     return results
 
 
@@ -391,9 +403,17 @@ def add_parser(sub) -> None:
                        description=__doc__.split("\n\n")[0])
     p.add_argument("input", help="JSONL, Parquet, a saved `datasets` directory, or a hub dataset id")
     p.add_argument("-o", "--output", required=True, help="output JSONL (resumed if it exists)")
-    p.add_argument("--env", required=True, help="environment name (see `rlvr envs list`)")
+    p.add_argument("--env", help="environment name (see `rlvr envs list`)")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="keyword argument for the environment factory (repeatable)")
+    p.add_argument("--reward-model", metavar="PATH",
+                   help="score with a learned reward model (local path or hub id); with --env, "
+                        "it is added to that environment's rewards")
+    p.add_argument("--rm-weight", type=float, default=1.0, help="the reward model's weight")
+    p.add_argument("--rm-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="RewardModel option, e.g. normalize=sigmoid (repeatable)")
+    p.add_argument("--batch-rows", type=int, default=None,
+                   help="rows per reward call (default 1; 32 with --reward-model)")
     p.add_argument("--id-field", default="id")
     p.add_argument("--completion-field", default="completion")
     p.add_argument("--answer-field", default="answer")
@@ -413,19 +433,37 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_score)
 
 
+def _resolve_env(args, parse_kv) -> tuple[str, dict]:
+    """--env and/or --reward-model -> (environment name, factory arguments)."""
+    from .cli import UsageError
+    if not args.env and not args.reward_model:
+        raise UsageError("give --env NAME, --reward-model PATH, or both")
+    env_args = parse_kv(args.env_arg)
+    if not args.reward_model:
+        return args.env, env_args
+    rm_args = {"path": args.reward_model, "weight": args.rm_weight, **parse_kv(args.rm_arg)}
+    if args.env:   # the environment's own rewards keep their weights beside the model
+        rm_args.update(base_env=args.env, base_env_args=env_args, verifier_weight=1.0)
+    return "reward-model", rm_args
+
+
 def cmd_score(args) -> int:
     from .cli import EXIT_OK, EXIT_ROW_ERRORS, UsageError, parse_kv
     from .registry import EnvContractError, UnknownEnvError
-    if args.workers < 0 or args.deadline <= 0 or args.block_rows < 1:
-        raise UsageError("--workers must be >= 0, --deadline > 0 and --block-rows >= 1")
+    if args.workers < 0 or args.deadline <= 0 or args.block_rows < 1 \
+            or (args.batch_rows is not None and args.batch_rows < 1):
+        raise UsageError("--workers must be >= 0, --deadline > 0, --block-rows and "
+                         "--batch-rows >= 1")
+    env_name, env_args = _resolve_env(args, parse_kv)
     path = Path(args.input)
     if not path.exists() and ("/" not in args.input or args.input.startswith((".", "/"))):
         raise UsageError(f"input {args.input!r} does not exist")
-    cfg = ScoreConfig(env=args.env, input=args.input, output=args.output,
-                      env_args=parse_kv(args.env_arg), id_field=args.id_field,
+    cfg = ScoreConfig(env=env_name, input=args.input, output=args.output,
+                      env_args=env_args, id_field=args.id_field,
                       completion_field=args.completion_field, answer_field=args.answer_field,
                       split=args.split, workers=args.workers, deadline_s=args.deadline,
                       block_rows=args.block_rows, resume=not args.no_resume,
+                      batch_rows=args.batch_rows or (32 if args.reward_model else 1),
                       backend=args.backend, ray_address=args.ray_address,
                       progress=not args.no_progress)
     if args.backend == "ray":

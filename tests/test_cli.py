@@ -24,3 +24,19 @@ def test_console_entry_point_runs():
     out = subprocess.run([sys.executable, "-m", "rlvr.cli", "--version"], capture_output=True,
                          text=True)
     assert out.returncode == 0 and out.stdout.startswith("rlvr ")
+
+
+def test_envs_show_missing_factory_argument_is_a_usage_error(capsys):
+    import envs_for_tests  # noqa: F401
+    from rlvr import Environment, RowSource, Task, register_env
+    from rlvr.verifiers import NumericMatch
+
+    @register_env("needs-arg", replace=True)
+    def needs_arg(level: int):
+        return Environment("needs-arg", RowSource({"train": [Task("a", answer=str(level))]}),
+                           [(NumericMatch(), 1.0)])
+
+    assert main(["envs", "show", "needs-arg"]) == 2
+    err = capsys.readouterr().err
+    assert "missing 1 required positional argument: 'level'" in err and "--env-arg" in err
+    assert main(["envs", "show", "needs-arg", "--env-arg", "level=3"]) == 0

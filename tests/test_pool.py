@@ -149,7 +149,9 @@ def test_pooled_reward_for_a_registered_env_by_name(pool):
     import envs_for_tests  # noqa: F401  (registers test-hang, whose env holds a lambda)
     from rlvr import load_env
     env = load_env("test-hang")
-    r = PooledReward.for_env(env, deadline_s=DEADLINE, pool=pool)
     tasks = env.sample(3)
+    # build the environment in the workers first (imports can take seconds on a busy machine)
+    PooledReward.for_env(env, deadline_s=60, pool=pool).score_batch(tasks[:2], ["x", "y"])
+    r = PooledReward.for_env(env, deadline_s=DEADLINE, pool=pool)
     verdicts = r.score_batch(tasks, [env.gold(tasks[0]), "hang", "<answer>-1</answer>"])
     assert [(v.status, v.score) for v in verdicts] == [("ok", 1.0), ("timeout", 0.0), ("ok", 0.0)]

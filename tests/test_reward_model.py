@@ -228,3 +228,33 @@ def test_import_rlvr_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_rlvr_score_reward_model_flag_batches_in_the_pool(classifier_dir, tmp_path, capsys):
+    """`rlvr score --reward-model PATH` on prompt-only rows, in 2 workers, batched; and mixed
+    with an environment's verifier via --env."""
+    from rlvr.cli import main
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"prompt": p, "completion": c}) + "\n"
+                            for p, c in zip(PROMPTS, COMPLETIONS)))
+    out = tmp_path / "out.jsonl"
+    code = main(["score", "--reward-model", classifier_dir, str(rows), "-o", str(out),
+                 "--workers", "2", "--batch-rows", "3", "--deadline", "120", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    scored = [json.loads(line) for line in out.read_text().splitlines()]
+    expected = RewardModel(classifier_dir).score_batch(_tasks(), COMPLETIONS)
+    assert [r["status"] for r in scored] == ["ok"] * 4
+    assert [r["score"] for r in scored] == pytest.approx([v.score for v in expected], abs=1e-5)
+
+    mixed = tmp_path / "mixed.jsonl"
+    arith = [{"id": "arithmetic/train/0/0", "completion": "<think>8+27</think><answer>35</answer>"},
+             {"id": "arithmetic/train/0/0", "completion": "<answer>34</answer>"}]
+    rows.write_text("".join(json.dumps(r) + "\n" for r in arith))
+    assert main(["score", "--env", "arithmetic", "--reward-model", classifier_dir,
+                 "--rm-weight", "0.5", str(rows), "-o", str(mixed), "--workers", "0",
+                 "--no-progress"]) == 0
+    got = [json.loads(line) for line in mixed.read_text().splitlines()]
+    assert [r["components"]["numeric_match"] for r in got] == [1.0, 0.0]
+    for r in got:
+        assert r["score"] == pytest.approx(r["components"]["numeric_match"]
+                                           + 0.5 * r["components"]["reward_model"], abs=1e-6)

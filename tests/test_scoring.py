@@ -80,7 +80,7 @@ def test_malformed_rows_become_error_rows_with_line_numbers(tmp_path, capsys):
     assert reasons[1].startswith("line 2: bad JSON")
     assert reasons[2] == "line 3: field 'completion' must be a string, got int"
     assert reasons[3] == "line 4: expected a JSON object, got list"
-    assert "line 5: row has neither 'answer' (gold answer) nor 'id' (task id)" == reasons[4]
+    assert "line 5: row has neither 'answer' (gold answer) nor 'id' (task id) nor 'prompt'" == reasons[4]
     assert reasons[5].startswith("line 6: bad arithmetic task id 'arithmetic/bogus'")
     assert got[1]["raw"] == "{not json"
     assert "error=5" in capsys.readouterr().out
