@@ -64,7 +64,8 @@ def _evaluate(model_path: str, args) -> dict:
     from rlvr.trainer.r1zero import R1ZERO_SETTINGS
     cfg = EvalConfig(env=R1ZERO_SETTINGS["env"], env_kwargs=R1ZERO_SETTINGS["env_kwargs"],
                      model=model_path, tasks=args.eval_tasks, ks=(1, args.k),
-                     sample_tasks=args.sample_tasks,
+                     sample_tasks=args.sample_tasks, temperature=args.temperature,
+                     greedy=True,
                      max_completion_length=args.max_tokens, batch_size=args.eval_batch,
                      seed=args.seed)
     result = run_eval(cfg, progress=True)
@@ -78,7 +79,7 @@ def _train(run_dir: Path, preset: str, args) -> dict:
     from rlvr.trainer.r1zero import run
     overrides = [f"preset={preset}", f"steps={args.steps}", f"prompts_per_step={args.prompts}",
                  f"group_size={args.group}", f"max_completion_length={args.max_tokens}",
-                 f"lr={args.lr}", f"seed={args.seed}"]
+                 f"lr={args.lr}", f"seed={args.seed}", f"temperature={args.temperature}"]
     run(str(run_dir), overrides=overrides)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     keep = ("reward", "rewards/numeric_match/mean", "completions/mean_length",
@@ -95,6 +96,8 @@ def _passk_plot(results: dict, path: Path) -> None:
     models = [(name, results["phases"][p]) for name, p in
               (("base", "base"), ("GRPO", "grpo_eval"), ("Dr. GRPO", "dr_eval"))
               if p in results["phases"]]
+    if len(models) < 2:          # nothing to compare the base model with yet
+        return
     metrics = ["greedy pass@1"] + list(models[0][1]["pass_at"])
     fig, ax = plt.subplots(figsize=(7, 4))
     width = 0.8 / len(models)
@@ -143,6 +146,7 @@ def main() -> int:
     p.add_argument("--group", type=int, default=8, help="completions per prompt")
     p.add_argument("--max-tokens", type=int, default=64, help="completion limit (train and eval)")
     p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (train and eval)")
     p.add_argument("--eval-tasks", type=int, default=200)
     p.add_argument("--k", type=int, default=8, help="samples per eval task (pass@k)")
     p.add_argument("--sample-tasks", type=int, default=0,
