@@ -190,29 +190,38 @@ class _RowSpec:
     verifier: str
 
 
+def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
+    """Decode a row and build its task and completion; a problem becomes an error verdict."""
+    row, problem = _decode(raw, spec, line)
+    if problem:
+        return row, None, None, Verdict(0.0, ERROR, reason=problem)
+    try:
+        task = env.task_from_row(row, spec.id_field, spec.answer_field)
+        completion = Completion(row[spec.completion_field],
+                                finish_reason=row.get("finish_reason") or "stop")
+    except (KeyError, TypeError, ValueError) as exc:
+        message = exc.args[0] if exc.args else exc
+        return row, None, None, Verdict(0.0, ERROR, reason=f"line {line}: {message}")
+    return row, task, completion, None
+
+
+def _score_row(ctx, item) -> tuple:
+    """In a worker: raw row -> (output JSON line, status, score, latency, id). Never raises."""
+    env, spec = ctx
+    line, raw = item
+    row, task, completion, failed = _prepare(env, spec, line, raw)
+    return _finish(row, line, failed or env.reward.score(task, completion), spec)
+
+
 def _score_rows(ctx, batch) -> list[tuple]:
     """In a worker: several raw rows through one `score_batch` call (for batching rewards)."""
     env, spec = ctx
-    ready, results = [], {}
-    for k, (line, raw) in enumerate(batch):
-        row, problem = _decode(raw, spec, line)
-        try:
-            if problem:
-                raise ValueError(problem)
-            task = env.task_from_row(row, spec.id_field, spec.answer_field)
-            completion = Completion(row[spec.completion_field],
-                                    finish_reason=row.get("finish_reason") or "stop")
-        except (KeyError, TypeError, ValueError) as exc:
-            message = exc.args[0] if exc.args else exc
-            reason = message if problem else f"line {line}: {message}"
-            results[k] = _finish(row, line, Verdict(0.0, ERROR, reason=reason), spec)
-        else:
-            ready.append((k, row, line, task, completion))
-    if ready:
-        verdicts = env.reward.score_batch([r[3] for r in ready], [r[4] for r in ready])
-        for (k, row, line, _, _), verdict in zip(ready, verdicts):
-            results[k] = _finish(row, line, verdict, spec)
-    return [results[k] for k in range(len(batch))]
+    prepared = [(line, *_prepare(env, spec, line, raw)) for line, raw in batch]
+    todo = [p for p in prepared if p[4] is None]
+    verdicts = iter(env.reward.score_batch([p[2] for p in todo], [p[3] for p in todo])
+                    if todo else ())
+    return [_finish(row, line, failed or next(verdicts), spec)
+            for line, row, _, _, failed in prepared]
 
 
 def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
@@ -320,11 +329,18 @@ def _blocks(rows: Iterator, size: int) -> Iterator[list]:
 def _score_block(block, pool, context, env, spec, deadline_s, batch_rows=1) -> list[tuple]:
     """Score one block in the pool; a row that timed out or killed its worker still gets a row.
 
-    With `batch_rows > 1` the pool's unit of work (and of deadline) is a batch of rows."""
+    The pool's unit of work (and of deadline) is one row, or with `batch_rows > 1` a batch of
+    rows scored by one `score_batch` call."""
     units = [block[i:i + batch_rows] for i in range(0, len(block), batch_rows)]
     if pool is None:
         return [r for unit in units for r in _score_rows((env, spec), unit)]
-    outcomes = pool.map(_score_rows, units, deadline_s=deadline_s, context=context)
+    if batch_rows == 1:   # the common case: ship bare rows, not one-row lists
+        outcomes = pool.map(_score_row, block, deadline_s=deadline_s, context=context)
+        for o in outcomes:
+            if o.status == "ok":
+                o.value = [o.value]
+    else:
+        outcomes = pool.map(_score_rows, units, deadline_s=deadline_s, context=context)
     results = []
     for unit, o in zip(units, outcomes):
         if o.status == "ok":

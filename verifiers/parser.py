@@ -53,11 +53,25 @@ class ThinkParser:
     def __init__(self, tag: str = "think", prefilled: bool | None = None):
         self.open, self.close = f"<{tag}>", f"</{tag}>"
         self.prefilled = prefilled
+        self._recent: dict[str, Parsed] = {}
+
+    def __getstate__(self):
+        return {**self.__dict__, "_recent": {}}
 
     def __call__(self, text: str) -> Parsed:
         return self.parse(text)
 
     def parse(self, text: str) -> Parsed:
+        """Parse `text`; an environment's rewards share one parser, so each completion is
+        parsed once however many rewards read it (a small cache of recent texts)."""
+        hit = self._recent.get(text)
+        if hit is None:
+            if len(self._recent) >= 64:
+                self._recent.clear()
+            hit = self._recent[text] = self._parse(text)
+        return hit
+
+    def _parse(self, text: str) -> Parsed:
         n_open, n_close = text.count(self.open), text.count(self.close)
         first_open, first_close = text.find(self.open), text.find(self.close)
         prefilled = self.prefilled
