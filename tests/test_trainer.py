@@ -233,3 +233,18 @@ def test_failed_verdicts_are_counted_and_left_out(tiny_model, tmp_path):
         for j, row in enumerate(mb.rows):
             if row % 2:
                 assert not mask[j].any() and adv[j].abs().sum() == 0
+
+
+def test_rewards_are_scored_in_the_pool_under_a_deadline(tiny_model, tmp_path):
+    # By default the trainer's verifier runs in rlvr's worker pool: a hung verifier becomes a
+    # counted timeout instead of a stalled run. reward_deadline_s=0 scores in-process.
+    from rlvr import PooledReward
+    from rlvr.core import WeightedSum
+    pooled = Trainer(tiny_config(tiny_model, tmp_path / "p"))
+    assert isinstance(pooled.env.reward, PooledReward) and pooled.env.reward.deadline_s == 30.0
+    local = Trainer(tiny_config(tiny_model, tmp_path / "l", reward_deadline_s=0))
+    assert isinstance(local.env.reward, WeightedSum)
+    tasks = pooled.env.sample(4)
+    texts = [pooled.env.gold(tasks[0]), "<answer>x</answer>", "", "<think>unclosed"]
+    assert [(v.score, v.status, v.components) for v in pooled.env.reward.score_batch(tasks, texts)] \
+        == [(v.score, v.status, v.components) for v in local.env.reward.score_batch(tasks, texts)]

@@ -107,6 +107,9 @@ class TrainConfig:
     """Scale of the overlong penalty."""
     drop_failed: bool = True
     """Leave samples whose verdict failed (timeout, error, infra_error, gold_unparseable) out of baselines and losses."""
+    reward_deadline_s: float = 30.0
+    """Score in rlvr's worker pool with this hard deadline per completion (a hung verifier
+    becomes a `timeout` verdict, never a stalled run); 0 scores in the training process."""
     # --- optimisation -----------------------------------------------------------------------
     lr: float = 1e-6
     """AdamW learning rate of the policy."""
@@ -167,8 +170,8 @@ class TrainConfig:
             raise ValueError("dynamic_sampling needs group_size >= 2")
         if self.overlong_buffer > self.max_completion_length:
             raise ValueError("overlong_buffer must be <= max_completion_length")
-        if self.beta < 0 or self.kl_target < 0:
-            raise ValueError("beta and kl_target must be >= 0")
+        if self.beta < 0 or self.kl_target < 0 or self.reward_deadline_s < 0:
+            raise ValueError("beta, kl_target and reward_deadline_s must be >= 0")
 
     @property
     def adaptive_kl(self) -> bool:

@@ -63,6 +63,9 @@ class Trainer:
         self.device = torch.device("cuda" if cfg.device == "auto" and torch.cuda.is_available()
                                    else "cpu" if cfg.device == "auto" else cfg.device)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
+        if cfg.reward_deadline_s > 0:   # verifiers run in the pool, under hard deadlines
+            self.env.reward = rlvr.PooledReward.for_env(
+                self.env, env_args=cfg.env_kwargs, deadline_s=cfg.reward_deadline_s)
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         source = str(checkpoint / "policy") if checkpoint else cfg.model
         self.policy = load_policy(source, cfg.dtype, self.device)
