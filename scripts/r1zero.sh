@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's main job: a short R1-Zero-style GRPO run of SmolLM2-135M-Instruct on arithmetic,
-# on the CPU, with a live progress bar, a summary table and plots (about 10 minutes on 2 cores).
+# on the CPU, with a live progress bar, a summary table and plots (~5 minutes on 2 idle cores).
 #
 #   bash scripts/r1zero.sh                      # the run (sets up .venv on first use)
 #   bash scripts/r1zero.sh steps=16 lr=5e-6     # any training config field as KEY=VALUE
