@@ -75,6 +75,7 @@ def test_every_preset_trains_through_the_cli(preset, tiny_model, tmp_path):
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     ckpt = out / "checkpoints" / "step-000002"
     assert (ckpt / "policy" / "model.safetensors").exists() and (ckpt / "trainer_state.pt").exists()
+    assert (out / "plots" / "overview.png").stat().st_size > 0     # plotted at the end of the run
 
 
 def test_resume_is_exact(tiny_model, tmp_path):
@@ -248,3 +249,9 @@ def test_rewards_are_scored_in_the_pool_under_a_deadline(tiny_model, tmp_path):
     texts = [pooled.env.gold(tasks[0]), "<answer>x</answer>", "", "<think>unclosed"]
     assert [(v.score, v.status, v.components) for v in pooled.env.reward.score_batch(tasks, texts)] \
         == [(v.score, v.status, v.components) for v in local.env.reward.score_batch(tasks, texts)]
+
+
+def test_eval_with_k_1_keeps_greedy_and_sampled_apart(tiny_model, tmp_path):
+    tr = Trainer(tiny_config(tiny_model, tmp_path / "e", eval_tasks=2, eval_k=1))
+    ev = tr.evaluate()
+    assert {"pass@1", "pass@1/sampled"} <= set(ev)

@@ -1,6 +1,8 @@
 """`rlvr train --config FILE.toml [key=value ...]` and `rlvr train --resume RUN_DIR [key=value ...]`."""
 from __future__ import annotations
 
+import sys
+
 import argparse
 from pathlib import Path
 
@@ -46,4 +48,10 @@ def _run(args) -> int:
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
     print(f"run written to {run_dir}")
+    from .plots import plot_run   # the run's pictures, every time (rlvr plot RUN_DIR redoes them)
+    report = plot_run(run_dir)
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if report.files:
+        print(f"plots: {report.files[0]}")
     return 0

@@ -323,8 +323,10 @@ class Trainer:
                                                cfg.top_p, share_prefix=cfg.share_prefix))
         k = cfg.eval_k
         hits = [sum(correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
-        return {"pass@1": sum(map(correct, greedy.verdicts)) / len(tasks),
-                f"pass@{k}": sum(alg.pass_at_k(k, c, k) for c in hits) / len(tasks),
+        # the greedy pass@1 keeps its name; the sampled estimate gets its own (k may be 1)
+        return {f"pass@{k}" if k > 1 else "pass@1/sampled":
+                sum(alg.pass_at_k(k, c, k) for c in hits) / len(tasks),
+                "pass@1": sum(map(correct, greedy.verdicts)) / len(tasks),
                 "mean_reward": float(sampled.rewards.mean()), "tasks": len(tasks)}
 
     # --- checkpoints --------------------------------------------------------------------------
