@@ -20,7 +20,7 @@ def test_readme_registration_example_runs(capsys):
 def test_quick_start_commands_point_at_real_scripts():
     text = README.read_text()
     commands = re.findall(r"^bash (scripts/\S+)", text, re.MULTILINE)
-    assert commands[:2] == ["scripts/quickstart.sh", "scripts/test.sh"]
+    assert commands[:2] == ["scripts/r1zero.sh", "scripts/test.sh"]
     for script in commands:
         assert (README.parent / script).is_file()
     ci = (README.parent / ".ci" / "run").read_text()
