@@ -46,11 +46,13 @@ class PooledReward(BaseReward):
 
     @classmethod
     def for_env(cls, env, *, deadline_s: float = 10.0, env_args: dict | None = None,
-                pool: WorkerPool | None = None) -> "PooledReward":
+                pool: WorkerPool | None = None, registered_as: str | None = None
+                ) -> "PooledReward":
         """The reward of registered environment `env` (an Environment or its name), rebuilt
-        inside each worker by name -- so it works even when the environment can't be pickled."""
+        inside each worker by name -- so it works even when the environment can't be pickled.
+        `registered_as` is the registry name when it differs from `env.name`."""
         from .registry import _entry
-        name = env if isinstance(env, str) else env.name
+        name = registered_as or (env if isinstance(env, str) else env.name)
         factory = Factory(_env_reward, {"name": name, "env_args": env_args or {},
                                         "module": _entry(name).module})
         built = env if not isinstance(env, str) else None

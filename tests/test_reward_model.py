@@ -21,14 +21,7 @@ COMPLETIONS = ["<think>2 + 3 = 5</think> <answer>5</answer>", "11", "hi there, f
                "<think>12 * 12 = 144</think> <answer>144</answer> and a long tail " * 2]
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """These models are tiny: a second thread buys nothing, and on a shared machine OpenMP's
-    spin-waiting made these tests ~15x slower (250 s instead of 15 s). Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")   # see conftest.py
 
 
 @pytest.fixture(scope="module")

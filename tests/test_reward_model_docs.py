@@ -10,14 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ["True", "['numeric_match', 'reward_model', 'think_format'] True"]
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """These models are tiny: a second thread buys nothing, and on a shared machine OpenMP's
-    spin-waiting made these tests ~15x slower (250 s instead of 15 s). Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")   # see conftest.py
 
 
 def _example(path: Path) -> str | None:

@@ -19,14 +19,7 @@ from rlvr.verifiers.reward_model import RewardModel  # noqa: E402
 ENV_ARGS = {"n_terms": 2, "max_value": 9, "ops": "+", "parentheses": False}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """These models are tiny: a second thread buys nothing, and on a shared machine OpenMP's
-    spin-waiting made these tests ~15x slower (250 s instead of 15 s). Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")   # see conftest.py
 
 
 def simulated_policy_completions(n_prompts: int, seed: int = 0) -> list[dict]:

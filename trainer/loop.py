@@ -65,7 +65,8 @@ class Trainer:
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
         if cfg.reward_deadline_s > 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = rlvr.PooledReward.for_env(
-                self.env, env_args=cfg.env_kwargs, deadline_s=cfg.reward_deadline_s)
+                self.env, env_args=cfg.env_kwargs, deadline_s=cfg.reward_deadline_s,
+                registered_as=cfg.env)
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         source = str(checkpoint / "policy") if checkpoint else cfg.model
         self.policy = load_policy(source, cfg.dtype, self.device)
