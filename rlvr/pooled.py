@@ -55,11 +55,10 @@ class PooledReward(BaseReward):
         name = registered_as or (env if isinstance(env, str) else env.name)
         factory = Factory(_env_reward, {"name": name, "env_args": env_args or {},
                                         "module": _entry(name).module})
-        built = env if not isinstance(env, str) else None
-        reward = built.reward if built is not None else None
+        reward = None if isinstance(env, str) else env.reward
         out = cls(factory, deadline_s=deadline_s, pool=pool, name=name,
-                  version=reward.version if reward is not None else "1")
-        out._required = reward.required_fields() if reward is not None else set()
+                  version=reward.version if reward else "1")
+        out._required = reward.required_fields() if reward else set()
         return out
 
     @property

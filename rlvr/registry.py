@@ -108,13 +108,13 @@ def _entry(name: str) -> _Entry:
 def load_env(name: str, *, check: bool = True, **kwargs: Any):
     """Build the environment registered as `name` with `kwargs`, contract-checked."""
     entry = _entry(name)
-    try:
-        env = entry.factory(**kwargs)
+    signature = inspect.signature(entry.factory)
+    try:   # check the arguments first, so a TypeError raised inside the factory stays its own
+        signature.bind(**kwargs)
     except TypeError as exc:
-        if not _is_call_mismatch(exc, entry.factory):
-            raise
-        params = ", ".join(inspect.signature(entry.factory).parameters)
+        params = ", ".join(signature.parameters)
         raise TypeError(f"environment {name!r}: {exc}; its factory takes ({params})") from None
+    env = entry.factory(**kwargs)
     from rlvr.envs.base import Environment
     if not isinstance(env, Environment):
         raise EnvContractError(f"environment {name!r}: factory {_qualname(entry.factory)} "
@@ -122,11 +122,6 @@ def load_env(name: str, *, check: bool = True, **kwargs: Any):
     if check:
         check_env(env)
     return env
-
-
-def _is_call_mismatch(exc: TypeError, factory: Callable) -> bool:
-    """True when the TypeError is about the arguments given, not raised inside the factory."""
-    return getattr(factory, "__name__", "") in str(exc) and "argument" in str(exc)
 
 
 def env_info(name: str) -> dict:

@@ -96,17 +96,13 @@ class ScoreSummary:
     def error_rows(self) -> int:
         return self.by_status[ERROR] + self.by_status[INFRA_ERROR]
 
-    def percentile(self, q: float) -> float:
-        if not self.latencies:
-            return 0.0
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
     def to_dict(self) -> dict:
+        ordered = sorted(self.latencies)        # sorted once for both percentiles
+        pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0  # noqa: E731
         return {"rows": self.rows, "resumed_rows": self.resumed_rows,
                 "mean_score": self.mean_score, "scored_rows": self.scored,
                 "by_status": {s: self.by_status[s] for s in STATUSES if self.by_status[s]},
-                "latency_p50_s": self.percentile(0.5), "latency_p99_s": self.percentile(0.99),
+                "latency_p50_s": pick(0.5), "latency_p99_s": pick(0.99),
                 "slowest": [{"line": ln, "id": i, "latency_s": lat}
                             for lat, ln, i in sorted(self.slowest, reverse=True)]}
 

@@ -249,6 +249,10 @@ class DockerSandbox(Sandbox):
     def _execute(self, request: dict, limits: Limits) -> dict:
         if self._closed:
             raise SandboxUnavailable("this sandbox is closed")
+        with self._lock:
+            exhausted = not self._all
+        if exhausted:   # every replacement failed: make one now, so the engine's reason surfaces
+            self._free.put(self._new())
         try:
             c = self._free.get(timeout=limits.wall_s + RESPONSE_MARGIN_S)
         except queue.Empty:
@@ -267,10 +271,13 @@ class DockerSandbox(Sandbox):
         return raw
 
     def _replace(self) -> None:
+        """Start a retired container's successor in the background. If the engine refuses, the
+        pool shrinks; once it is empty, `_execute` creates containers on demand and raises the
+        engine's own reason as an infra failure."""
         try:
             self._free.put(self._new())
         except SandboxUnavailable:
-            pass   # the next run that needs a container waits; the engine may be gone
+            return
 
     def close(self) -> None:
         with self._lock:

@@ -38,5 +38,5 @@ def test_envs_show_missing_factory_argument_is_a_usage_error(capsys):
 
     assert main(["envs", "show", "needs-arg"]) == 2
     err = capsys.readouterr().err
-    assert "missing 1 required positional argument: 'level'" in err and "--env-arg" in err
+    assert "missing a required argument: 'level'" in err and "--env-arg" in err
     assert main(["envs", "show", "needs-arg", "--env-arg", "level=3"]) == 0

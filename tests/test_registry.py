@@ -158,3 +158,15 @@ def test_learned_rewards_only_need_to_score_without_failing():
 
     with pytest.raises(EnvContractError, match="status error: learned_scalar: RuntimeError"):
         load_env("with-broken-learned")
+
+
+def test_type_error_inside_a_factory_is_not_mistaken_for_bad_arguments():
+    @register_env("raises-inside", replace=True)
+    def raises_inside(level: int = 1):
+        raise TypeError("raises_inside() got a bad argument from its own data")
+
+    with pytest.raises(TypeError) as err:
+        load_env("raises-inside", level=2)
+    assert str(err.value) == "raises_inside() got a bad argument from its own data"
+    with pytest.raises(TypeError, match=r"its factory takes \(level\)"):
+        load_env("raises-inside", levl=2)
