@@ -27,6 +27,7 @@ def add_parser(subparsers) -> None:
 def _run(args) -> int:
     from rlvr.cli import UsageError
     from .config import field_docs, load_config, parse_overrides
+    from .distributed import is_main_process, shutdown_distributed
     if args.help_config:
         for name, typ, default, doc in field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
@@ -47,6 +48,10 @@ def _run(args) -> int:
             run_dir = Trainer(cfg).train()
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
+    finally:
+        shutdown_distributed()
+    if not is_main_process():        # under torchrun, rank 0 reports and plots
+        return 0
     print(f"run written to {run_dir}")
     from .plots import plot_run   # the run's pictures, every time (rlvr plot RUN_DIR redoes them)
     report = plot_run(run_dir)

@@ -56,6 +56,11 @@ class TrainConfig:
     """Nucleus sampling threshold."""
     generation_batch_size: int = 0
     """Completions generated per `generate` call; 0 = the whole rollout batch at once."""
+    rollout_engine: str = "hf"
+    """'hf' (the policy module itself; tested) or 'vllm' (colocated vLLM with weight sync
+    each step; optional extra `rlvr[vllm]`, needs a CUDA GPU, not exercised by our tests)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """Share of GPU memory vLLM may take for weights and KV cache (rollout_engine='vllm')."""
     # --- advantages -------------------------------------------------------------------------
     advantage: str = "grpo"
     """reinforce (reward - baseline), rloo (leave-one-out), grpo (group-normalised), gae (PPO critic)."""
@@ -127,6 +132,10 @@ class TrainConfig:
     """Run each prompt once per group and repeat its KV cache over the G completions, in
     sampling and in every loss forward (exact; false = full sequences and HF `generate`, for
     models whose cache cannot be repeated)."""
+    # --- data-parallel (torchrun) ------------------------------------------------------------
+    dist_backend: str = "auto"
+    """torch.distributed backend under torchrun: 'auto' (nccl on GPUs, gloo on CPUs), 'nccl',
+    'gloo'. prompts_per_step is the global batch, shared by the ranks; a plain run ignores it."""
     # --- logging, evaluation, checkpoints ---------------------------------------------------
     log_completions: int = 4
     """Completions (with verdicts) written to samples.jsonl per step."""
@@ -154,7 +163,8 @@ class TrainConfig:
         choices = {"advantage": ("reinforce", "rloo", "grpo", "gae"), "baseline": ("batch", "moving_average"),
                    "policy_loss": POLICY_LOSSES, "loss_aggregation": LOSS_AGGREGATIONS,
                    "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
-                   "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda")}
+                   "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
+                   "rollout_engine": ("hf", "vllm"), "dist_backend": ("auto", "nccl", "gloo")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected one of {list(allowed)}")
@@ -170,6 +180,8 @@ class TrainConfig:
             raise ValueError("dynamic_sampling needs group_size >= 2")
         if self.overlong_buffer > self.max_completion_length:
             raise ValueError("overlong_buffer must be <= max_completion_length")
+        if not 0 < self.vllm_gpu_memory_utilization <= 1:
+            raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
         if self.beta < 0 or self.kl_target < 0 or self.reward_deadline_s < 0:
             raise ValueError("beta, kl_target and reward_deadline_s must be >= 0")
 

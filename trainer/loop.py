@@ -9,6 +9,10 @@
         theta_old <- theta                    # the next rollout samples from the new policy
         beta      <- KL controller(observed KL)
 
+Under `torchrun` every rank runs this same loop on its share of the prompts; the few places
+where ranks meet (global normalisers, summed gradients, gathered metrics) go through
+`self.dist` and are no-ops in a single process (see trainer/distributed.py).
+
 pi_old's log-probs cost no extra forward pass: at inner step 1 theta == theta_old (the optimizer
 steps once per inner step, after all micro-batches), so the log-probs computed there, detached,
 *are* pi_old's, and the ratio is exactly 1. Only when the KL goes into the reward (PPO,
@@ -28,10 +32,12 @@ import torch
 
 from . import algorithms as alg
 from .config import TrainConfig, load_config
+from .distributed import group_seeds, init_distributed, shard
+from .engines import make_engine
 from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
 from .models import (MicroBatch, ValueModel, completion_logprobs, completion_values, frozen_copy,
                      load_policy, load_tokenizer, pack)
-from .rollout import PromptStream, Rollout, generate, score
+from .rollout import PromptStream, Rollout, score
 
 __all__ = ["Trainer", "train", "resume"]
 
@@ -60,8 +66,9 @@ class Trainer:
         self.run_dir = Path(cfg.output_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _seed_everything(cfg.seed)
-        self.device = torch.device("cuda" if cfg.device == "auto" and torch.cuda.is_available()
-                                   else "cpu" if cfg.device == "auto" else cfg.device)
+        self.dist, device = init_distributed(cfg.device, cfg.dist_backend)
+        self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available()
+                                   else "cpu" if device == "auto" else device)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
         if cfg.reward_deadline_s > 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = rlvr.PooledReward.for_env(
@@ -70,6 +77,7 @@ class Trainer:
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         source = str(checkpoint / "policy") if checkpoint else cfg.model
         self.policy = load_policy(source, cfg.dtype, self.device)
+        self.dist.broadcast_parameters([self.policy])
         self.ref = None
         if cfg.needs_reference:   # the model before RL started, frozen for the whole run
             self.ref = (load_policy(cfg.model, cfg.dtype, self.device) if checkpoint
@@ -77,6 +85,8 @@ class Trainer:
             self.ref.requires_grad_(False)
         self.critic = ValueModel(cfg.model, cfg.dtype).to(self.device).eval() \
             if cfg.advantage == "gae" else None
+        if self.critic is not None:
+            self.dist.broadcast_parameters([self.critic])
         groups = [{"params": list(self.policy.parameters()), "lr": cfg.lr}]
         if self.critic is not None:
             groups.append({"params": list(self.critic.parameters()), "lr": cfg.critic_lr or cfg.lr})
@@ -95,6 +105,7 @@ class Trainer:
         self.step = 0
         if checkpoint:
             self._load_checkpoint(checkpoint)
+        self.engine = make_engine(cfg.rollout_engine, self.policy, self.tokenizer, cfg)
 
     @classmethod
     def resume(cls, run_dir: str | Path, **overrides) -> "Trainer":
@@ -109,22 +120,28 @@ class Trainer:
 
     # --- the loop ---------------------------------------------------------------------------
     def train(self) -> Path:
-        cfg = self.cfg
-        self._write_run_config()
-        log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress)
+        cfg, main = self.cfg, self.dist.is_main
+        if main:
+            self._write_run_config()
+        log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress) \
+            if main else None
         try:
             while self.step < cfg.steps:
                 metrics, samples = self.train_step()
                 self.step += 1
-                log.log(self.step, metrics)
-                log.samples(self.step, samples)
+                if main:
+                    log.log(self.step, metrics)
+                    log.samples(self.step, samples)
                 last = self.step == cfg.steps
                 if cfg.eval_every and (self.step % cfg.eval_every == 0 or last):
-                    log.log(self.step, self.evaluate(), "eval.jsonl")
+                    result = self.evaluate()
+                    if main:
+                        log.log(self.step, result, "eval.jsonl")
                 if last or (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
                     self.save_checkpoint()
         finally:
-            log.close()
+            if log is not None:
+                log.close()
         return self.run_dir
 
     def train_step(self) -> tuple[dict, list[dict]]:
@@ -134,64 +151,87 @@ class Trainer:
         t1 = time.perf_counter()
         batch = self.prepare(rollout)                           # freeze ref/values/advantages
         inner = [self.update(batch, first=(k == 0)) for k in range(cfg.inner_steps)]
+        self.engine.sync_weights(self.policy)                  # theta_old <- theta
         t2 = time.perf_counter()
         beta = self.kl_ctl.beta
         if self.ref is not None:
             self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")))
         metrics.update(batch.stats)
         metrics.update(_merge_inner(inner))
-        n_tokens = sum(len(c) for c in rollout.completion_ids)
+        n_tokens, = self.dist.sum([sum(len(c) for c in rollout.completion_ids)])
         metrics.update({"beta": beta, "lr": self.scheduler.get_last_lr()[0],
                         "timing/update_s": t2 - t1, "timing/step_s": t2 - t0,
                         "throughput/tokens_per_s": n_tokens / (t2 - t0),
-                        "memory/peak_gib": peak_memory_gib()})
+                        "memory/peak_gib": self.dist.max(peak_memory_gib())})
+        if self.dist.enabled:
+            metrics["world_size"] = self.dist.world_size
         return metrics, self._sample_rows(batch)
 
     # --- 1. rollout ---------------------------------------------------------------------------
     def collect(self) -> tuple[Rollout, dict]:
         """G completions for each of P prompts, scored. DAPO's dynamic sampling keeps only
-        groups whose rewards differ and samples more prompts (bounded rounds) to refill."""
-        cfg = self.cfg
+        groups whose rewards differ and samples more prompts (bounded rounds) to refill.
+        Under torchrun each rank samples its share of every round's global prompt list."""
+        cfg, ctx, G = self.cfg, self.dist, self.cfg.group_size
         kept, sampled, timing = [], [], {"timing/generate_s": 0.0, "timing/score_s": 0.0}
-        need = cfg.prompts_per_step
-        for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
-            t0 = time.perf_counter()
-            r = generate(self.policy, self.tokenizer, self.stream.take(need), cfg.group_size,
-                         cfg.max_completion_length, cfg.temperature, cfg.top_p,
-                         batch_size=cfg.generation_batch_size, share_prefix=cfg.share_prefix)
-            t1 = time.perf_counter()
-            score(self.env, r, cfg.drop_failed)
-            timing["timing/generate_s"] += t1 - t0
-            timing["timing/score_s"] += time.perf_counter() - t1
-            if cfg.overlong_buffer:
-                lengths = torch.tensor([len(c) for c in r.completion_ids])
-                r.rewards = r.rewards + alg.overlong_penalty(
-                    lengths, cfg.max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
-            sampled.append(r)
-            if not cfg.dynamic_sampling:
-                kept.append(r)
+        first, stop = shard(cfg.prompts_per_step, ctx)
+        need, rounds = stop - first, 0
+        for rounds in range(1, (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1) + 1):
+            needs = ctx.gather(need)            # the same global prompt list on every rank
+            offset = sum(needs[:ctx.rank])
+            tasks = self.stream.take(sum(needs))[offset:offset + need]
+            if tasks:
+                t0 = time.perf_counter()
+                seeds = group_seeds(cfg.seed, self.step, rounds, count=need, offset=offset)
+                r = self.engine.generate(tasks, G, cfg.max_completion_length,
+                                         temperature=cfg.temperature, top_p=cfg.top_p,
+                                         seeds=seeds)
+                t1 = time.perf_counter()
+                score(self.env, r, cfg.drop_failed)
+                timing["timing/generate_s"] += t1 - t0
+                timing["timing/score_s"] += time.perf_counter() - t1
+                self._shape_overlong(r)
+                sampled.append(r)
+                if not cfg.dynamic_sampling:
+                    kept.append(r)
+                    break
+                signal = alg.groups_with_signal(r.rewards.view(-1, G), r.valid.view(-1, G))
+                keep = signal.nonzero().flatten().tolist()[:need]
+                if keep:
+                    kept.append(r.select_groups(keep))
+                    need -= len(keep)
+            if sum(ctx.gather(need)) == 0:
                 break
-            G = cfg.group_size
-            signal = alg.groups_with_signal(r.rewards.view(-1, G), r.valid.view(-1, G))
-            keep = signal.nonzero().flatten().tolist()[:need]
-            if keep:
-                kept.append(r.select_groups(keep))
-                need -= len(keep)
-            if need == 0:
-                break
-        everything = Rollout.concat(sampled)
-        metrics = rollout_metrics(everything, self.env, self.tokenizer, cfg.reflection_phrases)
-        metrics.update(timing)
         # Nothing with signal after every round: train on the last batch (zero advantages).
         rollout = Rollout.concat(kept) if kept else sampled[-1]
+        metrics = self._rollout_metrics(Rollout.concat(sampled))
+        metrics.update(timing)
         if cfg.dynamic_sampling:
-            metrics["dynamic_sampling/rounds"] = len(sampled)
-            metrics["dynamic_sampling/kept_groups"] = rollout.num_groups if kept else 0
-        if metrics["completions/clipped_ratio"] > 0.5 and self.step == 0:
-            warnings.warn(f"{metrics['completions/clipped_ratio']:.0%} of completions hit "
-                          f"max_completion_length={cfg.max_completion_length}; raise it or "
-                          "their answers are never read")
+            metrics["dynamic_sampling/rounds"] = rounds
+            metrics["dynamic_sampling/kept_groups"] = int(ctx.sum([rollout.num_groups if kept else 0])[0])
         return rollout, metrics
+
+    def _shape_overlong(self, r: Rollout) -> None:
+        """DAPO's overlong penalty, added to the verdict rewards of this rollout."""
+        cfg = self.cfg
+        if cfg.overlong_buffer:
+            lengths = torch.tensor([len(c) for c in r.completion_ids])
+            r.rewards = r.rewards + alg.overlong_penalty(
+                lengths, cfg.max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
+
+    def _rollout_metrics(self, local: Rollout) -> dict:
+        """Metrics of the whole step's rollout: the ranks' rollouts are gathered (in rank order,
+        which is prompt order) and measured once, by rank 0; other ranks get {}."""
+        parts = self.dist.gather(local)
+        if not self.dist.is_main:
+            return {}
+        everything = Rollout.concat(parts)
+        m = rollout_metrics(everything, self.env, self.tokenizer, self.cfg.reflection_phrases)
+        if m["completions/clipped_ratio"] > 0.5 and self.step == 0:
+            warnings.warn(f"{m['completions/clipped_ratio']:.0%} of completions hit "
+                          f"max_completion_length={self.cfg.max_completion_length}; raise it or "
+                          "their answers are never read")
+        return m
 
     # --- 2. freeze what the inner steps reuse -------------------------------------------------
     @torch.no_grad()
@@ -209,9 +249,10 @@ class Trainer:
                for mb in micro]
         kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~mb.mask, 0.0)
                   if kl_in_reward else None for o, r, mb in zip(old, ref, micro)]
+        # Normalisers of the *global* batch: each rank's loss is then its share of the whole.
+        n_seqs, n_tokens = self.dist.sum([int(valid.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
-                      num_seqs=float(max(int(valid.sum()), 1)),
-                      num_tokens=float(max(sum(int(m.sum()) for m in loss_mask), 1)))
+                      num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
         if cfg.advantage == "gae":
             self._gae_advantages(batch, kl_tok)
         else:
@@ -229,10 +270,11 @@ class Trainer:
                 kl_seq[mb.rows] = k.sum(-1)
             rewards -= self.kl_ctl.beta * kl_seq
         valid, G = r.valid.to(self.device), r.group_size
-        if cfg.advantage == "reinforce":
-            base = None
+        if cfg.advantage == "reinforce":      # the batch mean is over the global batch
+            total, count = self.dist.sum([float(rewards[valid].sum()), float(valid.sum())])
+            base = total / max(count, 1.0)
             if cfg.baseline == "moving_average":
-                base = self.baseline(float(alg.masked_mean(rewards, valid)))
+                base = self.baseline(base)
             adv = alg.reinforce_advantages(rewards, valid, base)
         elif cfg.advantage == "rloo":
             adv = alg.rloo_advantages(rewards.view(-1, G), valid.view(-1, G)).flatten()
@@ -240,8 +282,12 @@ class Trainer:
             adv = alg.grpo_advantages(rewards.view(-1, G), valid.view(-1, G),
                                       scale=cfg.scale_rewards).flatten()
         batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in batch.micro]
-        batch.stats["advantages/mean"] = float(adv[valid].mean()) if valid.any() else 0.0
-        batch.stats["advantages/std"] = float(adv[valid].std()) if valid.sum() > 1 else 0.0
+        batch.stats.update(self._advantage_stats(adv[valid]))
+
+    def _advantage_stats(self, adv: torch.Tensor) -> dict:
+        a = torch.cat([x.to(torch.float64) for x in self.dist.gather(adv.detach().cpu())])
+        return {"advantages/mean": float(a.mean()) if len(a) else 0.0,
+                "advantages/std": float(a.std()) if len(a) > 1 else 0.0}
 
     def _gae_advantages(self, batch: Batch, kl_tok: list) -> None:
         """PPO: token rewards (-beta*KL per token + outcome at the end), critic values V_old,
@@ -257,12 +303,12 @@ class Trainer:
             batch.returns[i] = ret
             evs.append((values[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
             advs.append(adv[batch.loss_mask[i]])
-        v, g = torch.cat([e[0] for e in evs]), torch.cat([e[1] for e in evs])
+        pairs = self.dist.gather([(v.cpu(), g.cpu()) for v, g in evs])
+        v = torch.cat([v for rank in pairs for v, _ in rank])
+        g = torch.cat([g for rank in pairs for _, g in rank])
         batch.stats["critic/explained_variance"] = alg.explained_variance(v, g, torch.ones_like(v, dtype=torch.bool))
         batch.stats["critic/value_mean"] = float(v.mean()) if len(v) else float("nan")
-        a = torch.cat(advs)
-        batch.stats["advantages/mean"] = float(a.mean()) if len(a) else 0.0
-        batch.stats["advantages/std"] = float(a.std()) if len(a) > 1 else 0.0
+        batch.stats.update(self._advantage_stats(torch.cat(advs)))
 
     # --- 3. one inner step --------------------------------------------------------------------
     def update(self, batch: Batch, first: bool) -> dict:
@@ -299,44 +345,52 @@ class Trainer:
             acc.add("loss/policy", policy_loss.item())
             acc.tokens(mask, low, high, entropy)
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        self.dist.sum_gradients(params)      # ranks' shares of the global loss -> its gradient
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float("inf"))
         self.optimizer.step()
         self.scheduler.step()
-        return acc.result(batch.num_seqs, float(grad_norm))
+        return _Accumulator.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
 
     # --- evaluation ---------------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self) -> dict:
         """pass@1 (greedy) and pass@k (k samples at the training temperature) on the test split.
-        Runs under its own RNG so evaluating never changes the training trajectory."""
-        cfg = self.cfg
+        Sampling is seeded per task (from the seed and step), so evaluating never changes the
+        training trajectory; under torchrun the tasks are shared out and the hits gathered."""
+        cfg, k = self.cfg, self.cfg.eval_k
         if "test" not in self.env.source.splits:
             raise ValueError(f"environment {self.env.name!r} has no test split for eval")
-        tasks = self.env.sample(cfg.eval_tasks, split="test", seed=cfg.seed)
+        every = self.env.sample(cfg.eval_tasks, split="test", seed=cfg.seed)
+        first, stop = shard(len(every), self.dist)
+        tasks, n = every[first:stop], len(every)
         correct = lambda v: v.ok and v.score >= 1.0
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.seed + self.step)
-            greedy = score(self.env, generate(self.policy, self.tokenizer, tasks, 1,
-                                              cfg.max_completion_length, greedy=True,
-                                              share_prefix=cfg.share_prefix))
-            sampled = score(self.env, generate(self.policy, self.tokenizer, tasks, cfg.eval_k,
-                                               cfg.max_completion_length, cfg.temperature,
-                                               cfg.top_p, share_prefix=cfg.share_prefix))
-        k = cfg.eval_k
+        greedy = score(self.env, self.engine.generate(tasks, 1, cfg.max_completion_length,
+                                                      greedy=True))
+        seeds = group_seeds(cfg.seed, self.step, 0, count=len(tasks), offset=first)  # rounds are 1..; 0 = eval
+        sampled = score(self.env, self.engine.generate(
+            tasks, k, cfg.max_completion_length, temperature=cfg.temperature, top_p=cfg.top_p,
+            seeds=seeds))
         hits = [sum(correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
+        passk, greedy_ok, reward_sum = self.dist.sum([
+            sum(alg.pass_at_k(k, c, k) for c in hits), sum(map(correct, greedy.verdicts)),
+            float(sampled.rewards.sum())])
         # the greedy pass@1 keeps its name; the sampled estimate gets its own (k may be 1)
-        return {f"pass@{k}" if k > 1 else "pass@1/sampled":
-                sum(alg.pass_at_k(k, c, k) for c in hits) / len(tasks),
-                "pass@1": sum(map(correct, greedy.verdicts)) / len(tasks),
-                "mean_reward": float(sampled.rewards.mean()), "tasks": len(tasks)}
+        return {f"pass@{k}" if k > 1 else "pass@1/sampled": passk / n, "pass@1": greedy_ok / n,
+                "mean_reward": reward_sum / (n * k), "tasks": n}
 
     # --- checkpoints --------------------------------------------------------------------------
     def save_checkpoint(self) -> Path:
         """Everything needed to continue exactly: weights (safetensors), optimizer, scheduler,
-        RNG states, data cursor, KL controller, baseline, step and the resolved config."""
+        RNG states, data cursor, KL controller, baseline, step and the resolved config.
+        Replicas are identical, so rank 0 writes it (any world size can resume it)."""
+        root, name = self.run_dir / "checkpoints", f"step-{self.step:06d}"
+        if self.dist.is_main:
+            self._write_checkpoint(root, name)
+        self.dist.barrier()
+        return root / name
+
+    def _write_checkpoint(self, root: Path, name: str) -> None:
         from safetensors.torch import save_model
-        root = self.run_dir / "checkpoints"
-        name = f"step-{self.step:06d}"
         tmp = root / (name + ".tmp")
         tmp.mkdir(parents=True, exist_ok=True)
         self.policy.save_pretrained(tmp / "policy", safe_serialization=True)
@@ -356,7 +410,6 @@ class Trainer:
             shutil.rmtree(final)
         tmp.rename(final)
         (root / "latest").write_text(name)
-        return final
 
     def _load_checkpoint(self, ckpt: Path) -> None:
         from safetensors.torch import load_model
@@ -421,6 +474,20 @@ class _Accumulator:
         k1, k3 = alg.kl_k1(logp, ref_logp) * mask, alg.kl_k3(logp, ref_logp) * mask
         parts = [float(k1.sum()), float(k3.sum()), float(mask.any(-1).sum())]
         self.kl_parts = parts if self.kl_parts is None else [a + b for a, b in zip(self.kl_parts, parts)]
+
+    @classmethod
+    def merged(cls, parts: list["_Accumulator"]) -> "_Accumulator":
+        """The ranks' accumulators summed (every field is a sum)."""
+        out = cls()
+        for p in parts:
+            for k, v in p.sums.items():
+                out.add(k, v)
+            out.n_tok, out.low, out.high = out.n_tok + p.n_tok, out.low + p.low, out.high + p.high
+            out.ent_sum, out.ent_n = out.ent_sum + p.ent_sum, out.ent_n + p.ent_n
+            if p.kl_parts is not None:
+                out.kl_parts = p.kl_parts if out.kl_parts is None else \
+                    [a + b for a, b in zip(out.kl_parts, p.kl_parts)]
+        return out
 
     def result(self, num_seqs: float, grad_norm: float) -> dict:
         n = max(self.n_tok, 1.0)

@@ -113,7 +113,8 @@ def _eos_ids(model, tokenizer) -> set[int]:
 @torch.no_grad()
 def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_tokens: int,
              temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
-             batch_size: int = 0, share_prefix: bool = False) -> Rollout:
+             batch_size: int = 0, share_prefix: bool = False,
+             seeds: list[int] | None = None) -> Rollout:
     """Sample `group_size` completions per task.
 
     Completions are cut after their first EOS (kept: the model must learn to stop) and marked
@@ -121,19 +122,28 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     penalty: the samples must come from pi itself, or the ratio to pi_old is wrong.
     `share_prefix` uses `sample_shared_prefix` (each prompt prefilled once per group, finished
     rows dropped); otherwise Hugging Face `generate`.
+    `seeds` (one per task) make sampling reproducible per group: with the shared-prefix sampler
+    a group's completions depend only on its seed, not on what else is in the batch (so not on
+    the number of data-parallel ranks); HF `generate` is seeded once per call from the call's
+    first seed. Without seeds, the global torch RNG is used.
     """
+    if seeds is not None and len(seeds) != len(tasks):
+        raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
     eos = _eos_ids(model, tokenizer)
     prompts = [encode_prompt(tokenizer, t.prompt) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
     out = Rollout([], [], [], [], group_size=group_size)
     for start in range(0, len(tasks), per_call):
         chunk = prompts[start:start + per_call]
+        chunk_seeds = None if seeds is None or greedy else seeds[start:start + per_call]
         if share_prefix:
             seqs = sample_shared_prefix(model, chunk, group_size, max_new_tokens, eos,
-                                        tokenizer.pad_token_id, temperature, top_p, greedy)
+                                        tokenizer.pad_token_id, temperature, top_p, greedy,
+                                        seeds=chunk_seeds)
         else:
-            seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
-                                tokenizer.pad_token_id, temperature, top_p, greedy)
+            with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
+                seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
+                                    tokenizer.pad_token_id, temperature, top_p, greedy)
         for k, seq in enumerate(seqs):
             g = start + k // group_size
             stop = next((i for i, tok in enumerate(seq) if tok in eos), None)
@@ -168,8 +178,28 @@ def _hf_generate(model, prompts, G, max_new, eos, pad_id, temperature, top_p, gr
     return model.generate(input_ids=ids, attention_mask=attn, generation_config=cfg)[:, ids.size(1):].tolist()
 
 
-def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool) -> torch.Tensor:
-    """One token per row from softmax(logits / T), restricted to the top-p nucleus."""
+class _seeded:
+    """Run a block under a seeded copy of the torch RNG, leaving the global stream untouched."""
+
+    def __init__(self, seed: int | None, model):
+        self.seed, self.fork = seed, None
+        if seed is not None:
+            device = next(model.parameters()).device
+            self.fork = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
+
+    def __enter__(self):
+        if self.fork is not None:
+            self.fork.__enter__()
+            torch.manual_seed(self.seed)
+
+    def __exit__(self, *exc):
+        return self.fork.__exit__(*exc) if self.fork is not None else False
+
+
+def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
+          groups: torch.Tensor | None = None, gens: list | None = None) -> torch.Tensor:
+    """One token per row from softmax(logits / T), restricted to the top-p nucleus. With
+    per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent)."""
     if greedy:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, -1)
@@ -177,16 +207,23 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool) 
         sorted_p, order = probs.sort(-1, descending=True)
         drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
         probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
-    return torch.multinomial(probs, 1).squeeze(-1)
+    if gens is None:
+        return torch.multinomial(probs, 1).squeeze(-1)
+    ids, counts = torch.unique_consecutive(groups, return_counts=True)
+    parts = [torch.multinomial(p, 1, generator=gens[g])
+             for g, p in zip(ids.tolist(), probs.split(counts.tolist()))]
+    return torch.cat(parts).squeeze(-1)
 
 
 def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
                          pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
-                         greedy: bool = False) -> list[list[int]]:
+                         greedy: bool = False, seeds: list[int] | None = None) -> list[list[int]]:
     """Decode G completions per prompt with a KV cache: each prompt is prefilled once and its
     cache repeated G times (plain `generate` prefills every copy), and rows that emitted EOS
-    leave the batch at once (plain `generate` keeps computing them until all finish)."""
+    leave the batch at once (plain `generate` keeps computing them until all finish).
+    `seeds`: one per prompt; its group samples from its own generator."""
     device = next(model.parameters()).device
+    gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     ids, attn = _left_pad(prompts, pad_id, device)
     out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
                 use_cache=True, logits_to_keep=1)
@@ -200,7 +237,7 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     seqs: list[list[int]] = [[] for _ in range(len(active))]
     eos_t = torch.tensor(sorted(eos), device=device)
     for t in range(max_new):
-        tok = _pick(logits, temperature, top_p, greedy)
+        tok = _pick(logits, temperature, top_p, greedy, active // G, gens)
         for row, tk in zip(active.tolist(), tok.tolist()):
             seqs[row].append(tk)
         live = ~torch.isin(tok, eos_t)

@@ -1,0 +1,155 @@
+"""Data-parallel training under `torchrun`: one policy replica per process.
+
+    torchrun --nproc-per-node 2 -m rlvr train --config configs/grpo_arithmetic.toml
+
+What each rank does, and why the result does not depend on the number of ranks:
+- every rank reads the same global prompt list from the stream and keeps its contiguous share
+  (`shard`), so the data cursor is global and a checkpoint resumes under any world size;
+- groups are never split: GRPO/RLOO advantages are per group, computed where the group lives;
+- sampling is seeded per group (`group_seeds`), not per process, so a group's completions are
+  the same whichever rank draws them;
+- loss normalisers (sequences, tokens) and batch baselines are global sums, so each rank's loss is
+  its share of the global loss and the *sum* of the ranks' gradients is the global gradient;
+- metrics are computed once, by rank 0, from the gathered rollout and the summed statistics;
+  rank 0 alone writes logs, plots and checkpoints.
+
+Gradients are summed with one flat all-reduce per optimizer step rather than by wrapping the
+policy in `DistributedDataParallel`: DDP requires every rank to run the same number of backward
+passes per step, which DAPO's dynamic sampling (ranks keep different numbers of groups) and
+dropped samples break; the critic shares the optimizer; and sampling wants the bare module.
+DDP's overlap of communication with the backward pass is what this gives up.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+__all__ = ["DistContext", "init_distributed", "shutdown_distributed", "is_main_process", "shard",
+           "group_seeds"]
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """Where this process stands in the run: rank, world size, and its device."""
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    # --- collectives (no-ops in a single process) ------------------------------------------
+    def sum(self, values: list[float]) -> list[float]:
+        """Element-wise sum of a list of floats over ranks (float64, so sums stay exact)."""
+        if not self.enabled:
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=self._comm_device())
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return t.tolist()
+
+    def max(self, value: float) -> float:
+        if not self.enabled:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self._comm_device())
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return float(t)
+
+    def gather(self, obj) -> list:
+        """Every rank's `obj`, in rank order, on every rank (pickled; keep it small)."""
+        if not self.enabled:
+            return [obj]
+        out = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def sum_gradients(self, params: list[torch.Tensor]) -> None:
+        """grad <- sum over ranks, as one flat buffer per dtype (a missing grad counts as 0)."""
+        if not self.enabled:
+            return
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
+        for p in params:
+            by_dtype.setdefault(p.grad.dtype, []).append(p.grad)
+        for grads in by_dtype.values():
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+            offset = 0
+            for g in grads:
+                g.copy_(flat[offset:offset + g.numel()].view_as(g))
+                offset += g.numel()
+
+    def broadcast_parameters(self, modules) -> None:
+        """Start every replica from rank 0's weights (as DDP does at construction)."""
+        if not self.enabled:
+            return
+        for module in modules:
+            for t in list(module.parameters()) + list(module.buffers()):
+                dist.broadcast(t.data, src=0)
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
+
+    def _comm_device(self) -> torch.device:
+        return torch.device("cuda", torch.cuda.current_device()) \
+            if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
+def init_distributed(device: str, backend: str = "auto") -> tuple[DistContext, str]:
+    """Join the process group torchrun describes in the environment (RANK, WORLD_SIZE,
+    LOCAL_RANK, MASTER_ADDR/PORT); a plain `python -m rlvr train` is a world of one.
+    Returns the context and the device this rank uses (cuda:LOCAL_RANK on GPUs)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistContext(), device
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        torch.cuda.set_device(local)
+        device = f"cuda:{local}"
+    elif device == "auto":
+        device = "cpu"
+    if backend == "auto":
+        backend = "nccl" if use_cuda else "gloo"
+    if not dist.is_initialized():
+        dist.init_process_group(backend=backend)
+    return DistContext(rank, world, local), device
+
+
+def shutdown_distributed() -> None:
+    """Leave the process group (at the end of `rlvr train`; a no-op outside torchrun)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def shard(n: int, ctx: DistContext) -> tuple[int, int]:
+    """[start, stop) of this rank's contiguous share of n items (the first n % W ranks get one
+    more). Contiguous, so concatenating the ranks' shares in rank order restores the order."""
+    if n < ctx.world_size:
+        raise ValueError(f"{n} prompts cannot be shared by {ctx.world_size} ranks: "
+                         f"prompts_per_step must be at least the number of processes")
+    base, extra = divmod(n, ctx.world_size)
+    start = ctx.rank * base + min(ctx.rank, extra)
+    return start, start + base + (ctx.rank < extra)
+
+
+def group_seeds(seed: int, *keys: int, count: int, offset: int = 0) -> list[int]:
+    """One sampling seed per group, derived from (seed, *keys, global group index) with numpy's
+    SeedSequence: independent streams, the same for a group on any rank and any world size."""
+    return [int(np.random.SeedSequence([seed, *keys, offset + i]).generate_state(1, np.uint64)[0]
+                % (2**63 - 1)) for i in range(count)]

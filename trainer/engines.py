@@ -1,0 +1,121 @@
+"""Rollout engines: what turns prompts into completions for the trainer.
+
+The trainer talks to one small interface, so a faster inference engine can replace the default
+without touching the loop:
+
+    rollout = engine.generate(tasks, group_size, max_new_tokens, temperature=..., seeds=...)
+    ...                                     # score, update the policy
+    engine.sync_weights(policy)             # the next rollout samples from the new weights
+
+- `HFEngine` (default, `rollout_engine = "hf"`): samples from the policy module itself (our
+  shared-prefix KV-cache sampler, or Hugging Face `generate`), so syncing weights is a no-op.
+  This is the engine the test suite runs.
+- `VLLMEngine` (`rollout_engine = "vllm"`, `pip install rlvr[vllm]`): a vLLM `LLM` colocated on
+  the trainer's GPU; after every update the policy's weights are loaded into it in place. vLLM
+  is imported only when this engine is built. It needs a CUDA GPU and is NOT exercised by the
+  test suite (our CI has none); its glue is written against vLLM's documented `LLM.generate`
+  (token-id prompts, per-request seeds) and `LLM.apply_model` APIs.
+"""
+from __future__ import annotations
+
+import os
+from typing import Protocol, runtime_checkable
+
+from rlvr.core import Completion, Task
+
+from .rollout import Rollout, encode_prompt, generate
+
+__all__ = ["RolloutEngine", "HFEngine", "VLLMEngine", "make_engine", "ENGINES"]
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """Samples G completions per task from the current policy."""
+
+    def generate(self, tasks: list[Task], group_size: int, max_new_tokens: int, *,
+                 temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
+                 seeds: list[int] | None = None) -> Rollout:
+        """A Rollout with rows g*G .. g*G+G-1 for task g (unscored); `seeds`: one per task."""
+
+    def sync_weights(self, policy) -> None:
+        """Make the next `generate` sample from `policy`'s current weights."""
+
+
+class HFEngine:
+    """Generation with the training policy module itself (transformers)."""
+
+    def __init__(self, policy, tokenizer, batch_size: int = 0, share_prefix: bool = True):
+        self.policy, self.tokenizer = policy, tokenizer
+        self.batch_size, self.share_prefix = batch_size, share_prefix
+
+    def generate(self, tasks, group_size, max_new_tokens, *, temperature=1.0, top_p=1.0,
+                 greedy=False, seeds=None) -> Rollout:
+        return generate(self.policy, self.tokenizer, tasks, group_size, max_new_tokens,
+                        temperature, top_p, greedy, batch_size=self.batch_size,
+                        share_prefix=self.share_prefix, seeds=seeds)
+
+    def sync_weights(self, policy) -> None:
+        self.policy = policy        # same module object: nothing to copy
+
+
+class VLLMEngine:
+    """vLLM colocated with the trainer: fast batched sampling, weights pushed after each update.
+
+    `VLLM_ENABLE_V1_MULTIPROCESSING=0` keeps vLLM's engine in this process, so `sync_weights`
+    hands it the policy's tensors without serialising them (the same colocated set-up TRL uses).
+    """
+
+    def __init__(self, model: str, tokenizer, dtype: str = "bfloat16",
+                 gpu_memory_utilization: float = 0.3, max_model_len: int = 4096, seed: int = 0):
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        try:
+            import vllm
+        except ImportError as exc:
+            raise ImportError("rollout_engine='vllm' needs vLLM and a CUDA GPU: "
+                              "pip install 'rlvr[vllm]' (or use rollout_engine='hf')") from exc
+        self.vllm, self.tokenizer = vllm, tokenizer
+        self.llm = vllm.LLM(model=model, dtype=dtype, seed=seed, enable_prefix_caching=True,
+                            gpu_memory_utilization=gpu_memory_utilization,
+                            max_model_len=max_model_len)
+
+    def generate(self, tasks, group_size, max_new_tokens, *, temperature=1.0, top_p=1.0,
+                 greedy=False, seeds=None) -> Rollout:
+        prompts = [encode_prompt(self.tokenizer, t.prompt) for t in tasks]
+        params = [self.vllm.SamplingParams(
+            n=group_size, max_tokens=max_new_tokens, temperature=0.0 if greedy else temperature,
+            top_p=1.0 if greedy else top_p, top_k=-1, seed=None if seeds is None else seeds[i],
+            skip_special_tokens=True) for i in range(len(tasks))]
+        outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params,
+                                    use_tqdm=False)
+        out = Rollout([], [], [], [], group_size=group_size)
+        for task, ids, result in zip(tasks, prompts, outputs):
+            for sample in result.outputs:
+                stop = sample.finish_reason == "stop"
+                token_ids = list(sample.token_ids)       # ends with EOS when it stopped
+                out.tasks.append(task)
+                out.prompt_ids.append(ids)
+                out.completion_ids.append(token_ids)
+                out.completions.append(Completion(sample.text, token_ids,
+                                                  "stop" if stop else "length"))
+        return out
+
+    def sync_weights(self, policy) -> None:
+        weights = [(name, p.detach()) for name, p in policy.state_dict().items()]
+        self.llm.apply_model(lambda model: model.load_weights(weights))
+        self.llm.reset_prefix_cache()     # cached prefixes were computed by the old weights
+
+
+ENGINES = ("hf", "vllm")
+
+
+def make_engine(name: str, policy, tokenizer, cfg) -> RolloutEngine:
+    """The engine a TrainConfig asks for (`rollout_engine`)."""
+    if name == "hf":
+        return HFEngine(policy, tokenizer, cfg.generation_batch_size, cfg.share_prefix)
+    if name == "vllm":
+        engine = VLLMEngine(cfg.model, tokenizer, dtype=cfg.dtype,
+                            gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+                            seed=cfg.seed)
+        engine.sync_weights(policy)       # a resumed run's policy differs from cfg.model
+        return engine
+    raise ValueError(f"unknown rollout_engine {name!r}; choose from {', '.join(ENGINES)}")
