@@ -116,6 +116,10 @@ def init_distributed(device: str, backend: str = "auto") -> tuple[DistContext, s
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     use_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
     if use_cuda:
+        if local >= torch.cuda.device_count():
+            raise ValueError(f"rank {rank} (local rank {local}) has no GPU: "
+                             f"{torch.cuda.device_count()} visible; run one process per GPU "
+                             "(--nproc-per-node) or set device=cpu")
         torch.cuda.set_device(local)
         device = f"cuda:{local}"
     elif device == "auto":

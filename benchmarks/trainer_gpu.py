@@ -1,0 +1,79 @@
+"""GRPO steps on a CUDA GPU: our shared-prefix sampler vs Hugging Face `generate`, side by side.
+
+    python benchmarks/trainer_gpu.py [--steps 3] [--prompts 8] [--group 8] [--tokens 128]
+
+The policy is a random Llama with SmolLM2-135M's shape (30 layers, hidden 576, 9 heads, 3 KV
+heads) but the character-level vocabulary of trainer/tiny.py (~100 tokens, so the LM head is
+far cheaper than SmolLM2's 49k): the real weights do not fit the GPU machine's transfer limit,
+and random weights rarely emit EOS, so every completion runs to --tokens (the worst case).
+bf16, GRPO preset with k3 KL (reference model on the GPU too), scored in-process. Prints
+seconds per step (after one warm-up step) for share_prefix=true and false, and their ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+
+def build_model(path: Path) -> str:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from rlvr.trainer.tiny import _tokenizer
+    tok = _tokenizer()
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=576, intermediate_size=1536,
+                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+                         max_position_embeddings=2048, bos_token_id=tok.bos_token_id,
+                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                         tie_word_embeddings=True)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def seconds_per_step(model: str, out: Path, share_prefix: bool, args) -> float:
+    import torch
+    from rlvr.trainer.config import TrainConfig
+    from rlvr.trainer.loop import Trainer
+    cfg = TrainConfig.from_preset(
+        "grpo", model=model, output_dir=str(out), device="cuda", dtype="bfloat16",
+        steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group,
+        max_completion_length=args.tokens, micro_batch_size=args.prompts * args.group,
+        share_prefix=share_prefix, reward_deadline_s=0, progress=False, tensorboard=False,
+        checkpoint_every=0, env_kwargs={"n_terms": 2, "prompt_style": "base"})
+    tr = Trainer(cfg)
+    tr.train_step()                                  # warm-up: kernels, allocator
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        tr.train_step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / args.steps
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--group", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=128)
+    args = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        raise SystemExit("needs a CUDA GPU")
+    work = Path(tempfile.mkdtemp())
+    model = build_model(work / "model")
+    shared = seconds_per_step(model, work / "shared", True, args)
+    plain = seconds_per_step(model, work / "plain", False, args)
+    print(json.dumps({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                      "batch": f"{args.prompts} prompts x {args.group} x {args.tokens} tokens",
+                      "s_per_step_shared_prefix": round(shared, 3),
+                      "s_per_step_hf_generate": round(plain, 3),
+                      "hf_generate_over_shared_prefix": round(plain / shared, 2)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
