@@ -14,10 +14,12 @@ Design notes
   so they may start pools of their own).
 - Objects that cannot be pickled are built inside the worker from a `Factory` (an import path and
   keyword arguments) and cached there.
+- A call that does many small steps itself (offline scoring sends a chunk of rows as one call, so
+  the rows cost no per-row IPC) marks each with `mark_step(k)`: the deadline then applies to every
+  step, and a timeout names the step that hung (`Outcome.step`).
 """
 from __future__ import annotations
 
-import asyncio
 import atexit
 import hashlib
 import importlib
@@ -31,15 +33,15 @@ import signal
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-__all__ = ["Factory", "Outcome", "WorkerPool", "default_pool", "resolve"]
+__all__ = ["Factory", "Outcome", "WorkerPool", "default_pool", "mark_step", "resolve"]
 
 _POLL_S = 0.02          # how often the host checks a running chunk's progress
 _FLUSH_S = 0.01         # how often a worker sends finished results back
 _STARTING, _BUILDING = -2.0, -1.0   # progress[0] sentinels before the first item runs
+_NO_STEP = -1.0                     # progress[2] while the running item has marked no step
 # Building a call's context (importing a verifier, loading a reward model) gets its own, longer
 # deadline: a model load is slow but legitimate, and must not eat the first item's deadline.
 BUILD_DEADLINE_S = 300.0
@@ -102,11 +104,15 @@ def _identity(obj):
 
 @dataclass
 class Outcome:
-    """What became of one call: 'ok' (value set), 'error', 'timeout' or 'infra_error'."""
+    """What became of one call: 'ok' (value set), 'error', 'timeout' or 'infra_error'.
+
+    `step` is the step (see `mark_step`) that timed out or killed its worker, for calls that mark
+    steps; None otherwise."""
     status: str
     value: Any = None
     error: str = ""
     latency_s: float = 0.0
+    step: int | None = None
 
 
 # --------------------------------------------------------------------------- worker side
@@ -119,7 +125,27 @@ def _watch_parent(parent_pid: int) -> None:
             os._exit(1)
 
 
+# The running worker's progress array, [item index, when the item/step started, step]; None
+# outside pool workers, where `mark_step` does nothing.
+_progress = None
+
+
+def mark_step(step: int) -> None:
+    """Inside a pool call: step `step` of this call starts now.
+
+    The call's deadline restarts, so it applies to each step rather than to the whole call, and a
+    step that hangs (or kills its worker) is reported as `Outcome.step`. Outside a pool worker
+    this does nothing, so the same code runs in-process too.
+    """
+    progress = _progress
+    if progress is not None:
+        progress[1] = time.monotonic()   # the time first: the host reads the step before it
+        progress[2] = step
+
+
 def _worker_main(conn, progress, parent_pid: int) -> None:
+    global _progress
+    _progress = progress
     os.setpgrp()  # our own process group: a timeout kills whatever the call started, too
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
@@ -135,7 +161,7 @@ def _worker_main(conn, progress, parent_pid: int) -> None:
 
 
 def _run_job(conn, progress, built, job_id, fn, factory, items) -> None:
-    progress[1], progress[0] = time.monotonic(), _BUILDING
+    progress[1], progress[2], progress[0] = time.monotonic(), _NO_STEP, _BUILDING
     try:
         ctx = None
         if factory is not None:
@@ -151,6 +177,7 @@ def _run_job(conn, progress, built, job_id, fn, factory, items) -> None:
     buf, last = [], time.monotonic()
     for i, item in enumerate(items):
         progress[1] = time.monotonic()
+        progress[2] = _NO_STEP
         progress[0] = float(i)
         t0 = time.perf_counter()
         try:
@@ -175,7 +202,7 @@ def _send(conn, job_id, results, done=False) -> None:
 
 class _Worker:
     def __init__(self, ctx):
-        self.progress = ctx.RawArray("d", 2)
+        self.progress = ctx.RawArray("d", 3)   # [item index, started, step]: see mark_step
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, self.progress, os.getpid()),
                                 daemon=False, name=_WORKER_NAME)
@@ -228,6 +255,12 @@ class WorkerPool:
         self._jobs = itertools.count()
 
     # -- lifecycle
+    def start(self) -> "WorkerPool":
+        """Start the workers now instead of on the first call (they boot in parallel with
+        whatever the caller does next)."""
+        self._start()
+        return self
+
     def _start(self) -> None:
         with self._lock:
             if self._closed:
@@ -278,6 +311,9 @@ class WorkerPool:
         chunks = [items[i:i + size] for i in range(0, len(items), size)]
         if len(chunks) == 1:
             return self._run_chunk(fn, context, chunks[0], deadline_s)
+        # Imported here, like asyncio in `amap`: every worker imports this module, and these
+        # imports would add tens of milliseconds to each worker's start.
+        from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(min(len(chunks), self.n_workers)) as ex:
             parts = ex.map(lambda c: self._run_chunk(fn, context, c, deadline_s), chunks)
             return [o for part in parts for o in part]
@@ -287,6 +323,7 @@ class WorkerPool:
 
     async def amap(self, fn, items, *, deadline_s: float, context: Factory | None = None):
         """asyncio form of `map`: the waiting happens in a thread, the event loop stays free."""
+        import asyncio
         return await asyncio.get_running_loop().run_in_executor(
             None, lambda: self.map(fn, items, deadline_s=deadline_s, context=context))
 
@@ -331,9 +368,10 @@ class WorkerPool:
                 continue
             if not w.proc.is_alive():
                 return self._worker_died(w, pending, done, results)
-            idx, started = w.progress[0], w.progress[1]
+            idx, step, started = _read_progress(w.progress)
             limit = max(deadline_s, BUILD_DEADLINE_S) if idx == _BUILDING else deadline_s
-            if idx == _STARTING or time.monotonic() - started <= limit:
+            if idx == _STARTING or time.monotonic() - started <= limit \
+                    or _read_progress(w.progress) != (idx, step, started):   # it moved on
                 continue
             # Past the deadline: the item in progress times out (or, while the context is
             # being built, every pending item does); finished-but-unsent ones are redone.
@@ -345,12 +383,13 @@ class WorkerPool:
                 return []
             stuck = pending[int(idx)]
             results[stuck] = Outcome("timeout", error=f"no result within {deadline_s:g}s; "
-                                     "worker killed", latency_s=time.monotonic() - started)
+                                     "worker killed", latency_s=time.monotonic() - started,
+                                     step=_step(step))
             return [i for i in pending[done:] if i != stuck]
 
     def _worker_died(self, w, pending, done, results) -> list[int]:
         """The worker exited mid-job: the item it was on is an error; the rest are redone."""
-        idx = int(w.progress[0])
+        idx, step = int(w.progress[0]), _step(w.progress[2])
         w.proc.join(timeout=1.0)          # EOF can arrive before the exit is reaped
         code = w.proc.exitcode
         self._replace(w)
@@ -365,8 +404,19 @@ class WorkerPool:
                                      "building the context")
             return []
         victim = pending[idx] if 0 <= idx < len(pending) else pending[done]
-        results[victim] = Outcome("error", error=f"worker died (exit code {code}) on this call")
+        results[victim] = Outcome("error", error=f"worker died (exit code {code}) on this call",
+                                  step=step)
         return [i for i in pending[done:] if i != victim]
+
+
+def _read_progress(progress) -> tuple[float, float, float]:
+    """(item index, step, started), read in the reverse of the order the worker writes them
+    (start time, then step), so a step is never judged by an earlier step's start time."""
+    return progress[0], progress[2], progress[1]
+
+
+def _step(value: float) -> int | None:
+    return None if value == _NO_STEP else int(value)
 
 
 # Workers are not daemonic (so they may start pools of their own), and multiprocessing joins

@@ -4,7 +4,9 @@ A file of (task, completion) rows -> one output row per input row, through the s
 objects and worker pool the trainer uses. Properties that matter on a million rows:
 
 - **streams**: rows are read, scored and written in blocks, so memory stays flat;
-- **parallel and cheap on IPC**: workers get raw lines in chunks and return finished JSON lines;
+- **parallel and cheap on IPC**: workers get chunks of raw lines (each about 50 ms of work) and
+  send back the finished output bytes and a few counts, so this process does no per-row work;
+  the deadline still applies to each row (`rlvr.pool.mark_step`);
 - **resumable**: output rows are written in input order and carry their input `line`; a rerun
   after a kill truncates a half-written last line and continues after the last finished line;
 - **nothing lost**: a malformed row becomes an error row with its line number, a hung row a
@@ -16,16 +18,19 @@ import heapq
 import json
 import os
 import sys
+import time
 from array import array
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
+from functools import reduce
+from itertools import compress, islice
+from operator import add
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from . import __version__
-from .core import ERROR, INFRA_ERROR, STATUSES, TIMEOUT, Completion, Verdict
-from .pool import Factory, WorkerPool
+from .core import ERROR, GOLD_UNPARSEABLE, INFRA_ERROR, STATUSES, TIMEOUT, Completion, Verdict
+from .pool import Factory, WorkerPool, mark_step
 
 __all__ = ["ScoreConfig", "ScoreSummary", "score_file", "add_parser"]
 
@@ -52,7 +57,8 @@ class ScoreConfig:
     deadline_s: float = 10.0
     """Hard wall-clock limit per row; past it the row is a `timeout` and its worker is replaced."""
     block_rows: int = 4096
-    """Rows read and scored per block (memory is proportional to this, not to the input)."""
+    """Most rows sent to a worker in one chunk (chunks size themselves to about 50 ms of work
+    below that). Memory is proportional to this, not to the input."""
     batch_rows: int = 1
     """Rows per reward call. Above 1, `score_batch` sees them together (reward models batch on
     the accelerator) and the deadline applies to the whole batch."""
@@ -63,6 +69,18 @@ class ScoreConfig:
     resume: bool = True
     """Continue a previous run's output instead of refusing to touch it."""
     progress: bool = True
+
+
+# Statuses whose score does not count towards the mean.
+_UNSCORED = frozenset({ERROR, INFRA_ERROR, TIMEOUT, GOLD_UNPARSEABLE})
+
+
+def _keep_slowest(heap: list, item: tuple, n: int = 5) -> None:
+    """Keep the `n` largest (latency, line, id) items in the min-heap `heap`."""
+    if len(heap) < n:
+        heapq.heappush(heap, item)
+    elif item > heap[0]:
+        heapq.heapreplace(heap, item)
 
 
 @dataclass
@@ -78,15 +96,21 @@ class ScoreSummary:
     def add(self, status: str, score: float | None, latency: float, line: int, row_id) -> None:
         self.rows += 1
         self.by_status[status] += 1
-        if status not in (ERROR, INFRA_ERROR, TIMEOUT, "gold_unparseable") and score is not None:
+        if status not in _UNSCORED and score is not None:
             self.score_sum += score
             self.scored += 1
         self.latencies.append(latency)
-        item = (latency, line, str(row_id))
-        if len(self.slowest) < 5:
-            heapq.heappush(self.slowest, item)
-        elif item > self.slowest[0]:
-            heapq.heapreplace(self.slowest, item)
+        _keep_slowest(self.slowest, (latency, line, str(row_id)))
+
+    def merge(self, part: "_Scored") -> None:
+        """Fold in a run of rows summarised by a worker: the same totals as `add` per row."""
+        self.rows += part.rows
+        self.by_status.update(part.by_status)
+        self.score_sum = reduce(add, part.scores, self.score_sum)   # same order as row by row
+        self.scored += len(part.scores)
+        self.latencies.extend(part.latencies)
+        for item in part.slowest:
+            _keep_slowest(self.slowest, item)
 
     @property
     def mean_score(self) -> float | None:
@@ -121,12 +145,49 @@ class ScoreSummary:
 
 # --------------------------------------------------------------------------- reading
 
-def _jsonl_rows(path: Path, start_after: int) -> Iterator[tuple[int, Any]]:
-    """(line number, raw text) for every non-blank line after `start_after`."""
-    with open(path, "r", encoding="utf-8", errors="replace") as f:
-        for n, raw in enumerate(f, start=1):
-            if n > start_after and raw.strip():
-                yield n, raw
+class _ChunkReader:
+    """Hands out the input as chunks of non-blank rows: (line numbers, raw rows).
+
+    JSONL lines are taken with `islice` (no per-line Python work in this process); the line
+    numbers of a chunk without blank lines travel as a `range`. Blank lines are skipped, but
+    they keep their number, so `line` is always the input's own line number.
+    """
+
+    def __init__(self, cfg: ScoreConfig, start_after: int):
+        path = Path(cfg.input)
+        self._file = None
+        if path.is_file() and path.suffix not in (".parquet", ".pq"):
+            self._file = open(path, "r", encoding="utf-8", errors="replace")
+            deque(islice(self._file, start_after), maxlen=0)     # skip what is already scored
+            self._next = start_after + 1
+        elif path.is_file():
+            self._rows = _table_rows(path, start_after)
+        else:
+            self._rows = _dataset_rows(cfg.input, cfg.split, start_after)
+
+    def take(self, n: int) -> tuple[Sequence[int], list] | None:
+        """The next `n` rows (fewer at the end of the input); None when there are none left."""
+        if self._file is None:
+            pairs = list(islice(self._rows, n))
+            return ([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
+        lines, raws = [], []
+        while len(raws) < n:
+            first = self._next
+            got = list(islice(self._file, n - len(raws)))
+            if not got:
+                break
+            self._next += len(got)
+            if not raws and not any(map(str.isspace, got)):     # the usual case
+                return range(first, first + len(got)), got
+            for i, raw in enumerate(got):
+                if not raw.isspace():
+                    lines.append(first + i)
+                    raws.append(raw)
+        return (lines, raws) if raws else None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def _table_rows(path: Path, start_after: int) -> Iterator[tuple[int, Any]]:
@@ -155,15 +216,6 @@ def _dataset_rows(source: str, split: str, start_after: int) -> Iterator[tuple[i
             yield n, row
 
 
-def read_rows(cfg: ScoreConfig, start_after: int = 0) -> Iterator[tuple[int, Any]]:
-    path = Path(cfg.input)
-    if path.is_file():
-        if path.suffix in (".parquet", ".pq"):
-            return _table_rows(path, start_after)
-        return _jsonl_rows(path, start_after)
-    return _dataset_rows(cfg.input, cfg.split, start_after)
-
-
 def count_rows(cfg: ScoreConfig) -> int | None:
     path = Path(cfg.input)
     if path.is_file() and path.suffix in (".parquet", ".pq"):
@@ -175,7 +227,7 @@ def count_rows(cfg: ScoreConfig) -> int | None:
     return None
 
 
-# --------------------------------------------------------------------------- scoring one row
+# --------------------------------------------------------------------------- scoring rows
 
 @dataclass(frozen=True)
 class _RowSpec:
@@ -184,6 +236,90 @@ class _RowSpec:
     answer_field: str
     versions: dict
     verifier: str
+    batch_rows: int = 1
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """`json.dumps(obj, ensure_ascii=False, default=str)`, without its per-call set-up.
+
+    `json.dumps` with `default=` builds a new JSONEncoder (and C encoder) on every call, about a
+    fifth of the cost of encoding an output row; here the C encoder is built once. Falls back to
+    the public API if this Python's `json` internals differ.
+    """
+    reference = json.JSONEncoder(ensure_ascii=False, default=str).encode
+    try:
+        from json.encoder import c_make_encoder, encode_basestring
+        markers: dict = {}
+        c_encode = c_make_encoder(markers, str, encode_basestring, None, ": ", ", ",
+                                  False, False, True)
+    except (ImportError, TypeError):
+        return reference
+    if c_encode is None:
+        return reference
+
+    def encode(obj) -> str:
+        try:
+            return "".join(c_encode(obj, 0))
+        except BaseException:
+            markers.clear()       # a failed encode may leave its circular-reference markers
+            raise
+
+    probe = {"a": [1, 2.5, None, True, float("nan")], "é\u2028": "\ud800", "o": object}
+    return encode if encode(probe) == reference(probe) else reference
+
+
+class _RowScorer:
+    """Turns raw rows into finished output lines; built once per worker (or in-process).
+
+    `env` is None on the host, which only writes rows for calls that failed in the pool."""
+
+    def __init__(self, spec: _RowSpec, env=None):
+        self.spec, self.env = spec, env
+        self._encode = _json_encoder()
+        self._versions: dict[str, dict] = {}      # verdict.version -> the output's `versions`
+
+    def one(self, line: int, raw) -> tuple:
+        """Raw row -> (output JSON line, status, score, latency, id). Never raises."""
+        start = time.perf_counter()
+        try:
+            row, task, completion, failed = _prepare(self.env, self.spec, line, raw)
+            return self.finish(row, line, failed or self.env.reward.score(task, completion))
+        except Exception as exc:     # a broken environment: this row is an error, not the run
+            return self.failed(line, raw, ERROR, f"{type(exc).__name__}: {exc}",
+                               time.perf_counter() - start)
+
+    def batch(self, lines: Sequence[int], raws: list) -> list[tuple]:
+        """Several raw rows through one `score_batch` call (for batching rewards)."""
+        start = time.perf_counter()
+        try:
+            prepared = [(line, *_prepare(self.env, self.spec, line, raw))
+                        for line, raw in zip(lines, raws)]
+            todo = [p for p in prepared if p[4] is None]
+            verdicts = iter(self.env.reward.score_batch([p[2] for p in todo],
+                                                        [p[3] for p in todo]) if todo else ())
+            return [self.finish(row, line, failed or next(verdicts))
+                    for line, row, _, _, failed in prepared]
+        except Exception as exc:
+            message, latency = f"{type(exc).__name__}: {exc}", time.perf_counter() - start
+            return [self.failed(line, raw, ERROR, message, latency)
+                    for line, raw in zip(lines, raws)]
+
+    def failed(self, line: int, raw, status: str, message: str, latency: float) -> tuple:
+        """The output row of a row whose scoring failed (raised, hung, killed its worker)."""
+        row, _ = _decode(raw, self.spec, line)
+        return self.finish(row, line, Verdict(0.0, status, reason=f"line {line}: {message}",
+                                              latency_s=latency))
+
+    def finish(self, row: dict, line: int, verdict: Verdict) -> tuple:
+        versions = self._versions.get(verdict.version)
+        if versions is None:
+            versions = self._versions[verdict.version] = {
+                **self.spec.versions, "verifier": verdict.version or self.spec.verifier}
+        text = self._encode({**row, "line": line, "score": verdict.score,
+                             "status": verdict.status, "extracted": verdict.extracted,
+                             "reason": verdict.reason, "latency_s": round(verdict.latency_s, 6),
+                             "components": verdict.components, "versions": versions})
+        return text, verdict.status, verdict.score, verdict.latency_s, row.get(self.spec.id_field)
 
 
 def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
@@ -199,25 +335,6 @@ def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
         message = exc.args[0] if exc.args else exc
         return row, None, None, Verdict(0.0, ERROR, reason=f"line {line}: {message}")
     return row, task, completion, None
-
-
-def _score_row(ctx, item) -> tuple:
-    """In a worker: raw row -> (output JSON line, status, score, latency, id). Never raises."""
-    env, spec = ctx
-    line, raw = item
-    row, task, completion, failed = _prepare(env, spec, line, raw)
-    return _finish(row, line, failed or env.reward.score(task, completion), spec)
-
-
-def _score_rows(ctx, batch) -> list[tuple]:
-    """In a worker: several raw rows through one `score_batch` call (for batching rewards)."""
-    env, spec = ctx
-    prepared = [(line, *_prepare(env, spec, line, raw)) for line, raw in batch]
-    todo = [p for p in prepared if p[4] is None]
-    verdicts = iter(env.reward.score_batch([p[2] for p in todo], [p[3] for p in todo])
-                    if todo else ())
-    return [_finish(row, line, failed or next(verdicts), spec)
-            for line, row, _, _, failed in prepared]
 
 
 def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
@@ -239,19 +356,57 @@ def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
     return row, ""   # whether the row names its task is the environment's call (task_from_row)
 
 
-def _finish(row: dict, line: int, verdict: Verdict, spec: _RowSpec) -> tuple:
-    out = dict(row)
-    out.update(line=line, score=verdict.score, status=verdict.status, extracted=verdict.extracted,
-               reason=verdict.reason, latency_s=round(verdict.latency_s, 6),
-               components=verdict.components,
-               versions={**spec.versions, "verifier": verdict.version or spec.verifier})
-    text = json.dumps(out, ensure_ascii=False, default=str)
-    return text, verdict.status, verdict.score, verdict.latency_s, row.get(spec.id_field)
+@dataclass
+class _Scored:
+    """A run of consecutive finished rows: their output bytes and what the summary needs.
+
+    This is all a chunk sends back, so the host does no per-row work: it writes `data` and
+    folds the counts into the summary."""
+    data: bytes
+    rows: int
+    by_status: dict
+    scores: list              # scores of the rows that count towards the mean, in order
+    latencies: array
+    slowest: list             # at most 5 (latency, line, id), as in ScoreSummary
+    seconds: float = 0.0      # time spent scoring them (sizes the next chunks)
+
+    @classmethod
+    def of(cls, lines: Sequence[int], results: list[tuple], seconds: float = 0.0) -> "_Scored":
+        """From per-row results (text, status, score, latency, id), with C-speed steps only:
+        a few passes over the chunk cost less than bookkeeping row by row."""
+        texts, statuses, scores, latencies, ids = zip(*results)
+        latencies = array("d", latencies)
+        floor = sorted(latencies)[-5] if len(latencies) > 5 else float("-inf")
+        slowest: list = []
+        for i in compress(range(len(latencies)), map(floor.__le__, latencies)):
+            _keep_slowest(slowest, (latencies[i], lines[i], str(ids[i])))
+        return cls(("\n".join(texts) + "\n").encode("utf-8", "backslashreplace"), len(texts),
+                   dict(Counter(statuses)),
+                   [x for st, x in zip(statuses, scores) if st not in _UNSCORED and x is not None],
+                   latencies, slowest, seconds)
+
+
+def _score_chunk(scorer: _RowScorer, chunk: tuple) -> _Scored:
+    """In a worker: score a chunk of rows, one deadline step per row (or per reward batch)."""
+    start = time.perf_counter()
+    lines, raws = chunk
+    size = scorer.spec.batch_rows
+    results = []
+    if size == 1:
+        one = scorer.one
+        for k, raw in enumerate(raws):
+            mark_step(k)
+            results.append(one(lines[k], raw))
+    else:
+        for step, i in enumerate(range(0, len(raws), size)):
+            mark_step(step)
+            results.extend(scorer.batch(lines[i:i + size], raws[i:i + size]))
+    return _Scored.of(lines, results, time.perf_counter() - start)
 
 
 def _build_context(env_name: str, env_args: dict, module: str | None, spec: _RowSpec):
     from .registry import env_reward
-    return env_reward(env_name, env_args, module), spec
+    return _RowScorer(spec, env_reward(env_name, env_args, module))
 
 
 # --------------------------------------------------------------------------- the run
@@ -259,42 +414,37 @@ def _build_context(env_name: str, env_args: dict, module: str | None, spec: _Row
 def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary:
     """Score `cfg.input` into `cfg.output`; returns the summary (also of resumed rows)."""
     from .registry import _entry, load_env
-    env = load_env(cfg.env, **cfg.env_args)   # contract-checked once, in this process
-    spec = _RowSpec(cfg.id_field, cfg.completion_field, cfg.answer_field,
-                    {"rlvr": __version__, "env": f"{env.name}@{env.version}"}, env.reward.version)
-    context = Factory(_build_context, {"env_name": cfg.env, "env_args": cfg.env_args,
-                                       "module": _entry(cfg.env).module, "spec": spec})
-    out_path = Path(cfg.output)
-    summary = ScoreSummary()
-    done_line = _prepare_output(cfg, out_path, summary)
-    total = count_rows(cfg)
+    module = _entry(cfg.env).module           # an unknown name fails here, before any worker
     own_pool = pool is None and cfg.workers > 0
     pool = _make_pool(cfg) if own_pool else pool
-    bar = _progress(cfg, total, summary.rows)
+    bar = scored = None
     try:
-        # One block is scored ahead while the previous one is written, so workers never
-        # wait for the host's reading and writing.
-        # backslashreplace: a lone surrogate from the input ("\ud800") is written back as the
-        # same JSON escape instead of crashing the run.
-        with open(out_path, "a", encoding="utf-8", errors="backslashreplace") as out, \
-                ThreadPoolExecutor(1) as ahead:
-            blocks = _blocks(read_rows(cfg, done_line), cfg.block_rows)
-            submit = lambda b: ahead.submit(_score_block, b, pool, context, env, spec,  # noqa: E731
-                                            cfg.deadline_s, cfg.batch_rows)
-            current = next(blocks, None)
-            future = submit(current) if current else None
-            while current:
-                following = next(blocks, None)
-                results = future.result()
-                future = submit(following) if following else None
-                for (line, _), (text, status, score, latency, row_id) in zip(current, results):
-                    out.write(text + "\n")
-                    summary.add(status, score, latency, line, row_id)
+        if own_pool and hasattr(pool, "start"):
+            pool.start()    # workers boot while this process loads and checks the environment
+        env = load_env(cfg.env, **cfg.env_args)   # contract-checked once, in this process
+        spec = _RowSpec(cfg.id_field, cfg.completion_field, cfg.answer_field,
+                        {"rlvr": __version__, "env": f"{env.name}@{env.version}"},
+                        env.reward.version, cfg.batch_rows)
+        out_path = Path(cfg.output)
+        summary = ScoreSummary()
+        done_line = _prepare_output(cfg, out_path, summary)
+        bar = _progress(cfg, count_rows(cfg) if cfg.progress else None, summary.rows)
+        if pool is None:
+            scored = _in_process(cfg, _RowScorer(spec, env), done_line)
+        else:
+            context = Factory(_build_context, {"env_name": cfg.env, "env_args": cfg.env_args,
+                                               "module": module, "spec": spec})
+            scored = _in_pool(cfg, pool, context, spec, done_line)
+        with open(out_path, "ab") as out:
+            for part in scored:
+                out.write(part.data)
                 out.flush()
+                summary.merge(part)
                 if bar:
-                    bar.update(len(current))
-                current = following
+                    bar.update(part.rows)
     finally:
+        if scored is not None:
+            scored.close()     # lets the chunks in flight finish while the pool still runs
         if bar:
             bar.close()
         if own_pool:
@@ -311,44 +461,98 @@ def _make_pool(cfg: ScoreConfig):
     raise ValueError(f"unknown backend {cfg.backend!r}; use 'process' or 'ray'")
 
 
-def _blocks(rows: Iterator, size: int) -> Iterator[list]:
-    block = []
-    for item in rows:
-        block.append(item)
-        if len(block) >= size:
-            yield block
-            block = []
-    if block:
-        yield block
+@dataclass
+class _ChunkSizer:
+    """Rows per chunk: about `target_s` of scoring each, a multiple of `step`, at most `most`.
+
+    As joblib's automatic batch size does: large chunks make the per-call cost (IPC, the host's
+    bookkeeping) vanish per row, while chunks of bounded duration keep both workers busy to the
+    end of the input and bound the work a timeout throws away (a timed-out chunk's finished
+    rows are scored again). Starts small and at most doubles per chunk."""
+    step: int
+    most: int
+    target_s: float = 0.05
+    size: int = 0
+    _ideal: float | None = None
+
+    def next(self) -> int:
+        grown = 16 * self.step if not self.size else 2 * self.size
+        if self._ideal is not None:
+            grown = min(grown, self._ideal)
+        self.size = max(self.step, int(min(self.most, grown)) // self.step * self.step)
+        return self.size
+
+    def observe(self, rows: int, seconds: float) -> None:
+        if rows and seconds > 0:
+            self._ideal = self.target_s * rows / seconds
 
 
-def _score_block(block, pool, context, env, spec, deadline_s, batch_rows=1) -> list[tuple]:
-    """Score one block in the pool; a row that timed out or killed its worker still gets a row.
+def _in_process(cfg: ScoreConfig, scorer: _RowScorer, done_line: int) -> Iterator[_Scored]:
+    reader = _ChunkReader(cfg, done_line)
+    size = max(cfg.batch_rows, cfg.block_rows // cfg.batch_rows * cfg.batch_rows)
+    try:
+        while (chunk := reader.take(size)) is not None:
+            yield _score_chunk(scorer, chunk)
+    finally:
+        reader.close()
 
-    The pool's unit of work (and of deadline) is one row, or with `batch_rows > 1` a batch of
-    rows scored by one `score_batch` call."""
-    units = [block[i:i + batch_rows] for i in range(0, len(block), batch_rows)]
-    if pool is None:
-        return [r for unit in units for r in _score_rows((env, spec), unit)]
-    if batch_rows == 1:   # the common case: ship bare rows, not one-row lists
-        outcomes = pool.map(_score_row, block, deadline_s=deadline_s, context=context)
-        for o in outcomes:
-            if o.status == "ok":
-                o.value = [o.value]
-    else:
-        outcomes = pool.map(_score_rows, units, deadline_s=deadline_s, context=context)
-    results = []
-    for unit, o in zip(units, outcomes):
+
+def _in_pool(cfg: ScoreConfig, pool, context: Factory, spec: _RowSpec,
+             done_line: int) -> Iterator[_Scored]:
+    """Chunks scored in the pool, yielded in input order.
+
+    Each worker has one chunk running and one queued behind it, so it never waits for this
+    process; memory is bounded by those few chunks, not by the input."""
+    reader = _ChunkReader(cfg, done_line)
+    host = _RowScorer(spec)
+    sizer = _ChunkSizer(step=cfg.batch_rows, most=max(cfg.block_rows, cfg.batch_rows))
+    n = max(1, getattr(pool, "n_workers", 1))
+    pending: deque = deque()
+    from concurrent.futures import ThreadPoolExecutor   # not at the top: workers import us
+    ex = ThreadPoolExecutor(n, thread_name_prefix="rlvr-score")
+    try:
+        while True:
+            while len(pending) < 2 * n and (chunk := reader.take(sizer.next())) is not None:
+                pending.append(ex.submit(_run_chunk, pool, context, host, chunk,
+                                         cfg.deadline_s))
+            if not pending:
+                return
+            for part in pending.popleft().result():
+                sizer.observe(part.rows, part.seconds)
+                yield part
+    finally:
+        for future in pending:
+            future.cancel()
+        ex.shutdown(wait=True)
+        reader.close()
+
+
+def _run_chunk(pool, context: Factory, host: _RowScorer, chunk: tuple,
+               deadline_s: float) -> list[_Scored]:
+    """Score one chunk in the pool. A row (or reward batch) that timed out or killed its
+    worker gets its row here; the rest of the chunk is scored again by a fresh call."""
+    size = host.spec.batch_rows
+    parts, todo = [], [chunk]          # a stack: the next piece, in input order, is last
+    while todo:
+        piece = todo.pop()
+        if isinstance(piece, _Scored):
+            parts.append(piece)
+            continue
+        lines, raws = piece
+        o = pool.map(_score_chunk, [piece], deadline_s=deadline_s, context=context)[0]
         if o.status == "ok":
-            results.extend(o.value)
+            parts.append(o.value)
             continue
         status = {"timeout": TIMEOUT, "infra_error": INFRA_ERROR}.get(o.status, ERROR)
-        for line, raw in unit:
-            verdict = Verdict(0.0, status, reason=f"line {line}: {o.error}",
-                              latency_s=o.latency_s)
-            row, _ = _decode(raw, spec, line)
-            results.append(_finish(row, line, verdict, spec))
-    return results
+        lo, hi = (0, len(raws)) if o.step is None else \
+            (o.step * size, min(len(raws), (o.step + 1) * size))
+        if hi < len(raws):
+            todo.append((lines[hi:], raws[hi:]))
+        todo.append(_Scored.of(lines[lo:hi], [host.failed(line, raw, status, o.error, o.latency_s)
+                                              for line, raw in zip(lines[lo:hi], raws[lo:hi])]))
+        if lo:
+            todo.append((lines[:lo], raws[:lo]))
+    return parts
 
 
 def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary) -> int:

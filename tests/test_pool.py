@@ -155,3 +155,41 @@ def test_pooled_reward_for_a_registered_env_by_name(pool):
     r = PooledReward.for_env(env, deadline_s=DEADLINE, pool=pool)
     verdicts = r.score_batch(tasks, [env.gold(tasks[0]), "hang", "<answer>-1</answer>"])
     assert [(v.status, v.score) for v in verdicts] == [("ok", 1.0), ("timeout", 0.0), ("ok", 0.0)]
+
+
+def steps_of(ctx, item):
+    """A call of several steps (as `rlvr score` sends a chunk of rows): each step sleeps
+    `seconds`, 'hang' hangs, 'die' kills the worker; the result lists the steps done."""
+    import os
+    from rlvr.pool import mark_step
+    done = []
+    for k, (what, seconds) in enumerate(item):
+        mark_step(k)
+        if what == "hang":
+            time.sleep(10_000)
+        if what == "die":
+            os._exit(9)
+        time.sleep(seconds)
+        done.append(k)
+    return done
+
+
+def test_marked_steps_each_get_the_deadline_and_a_timeout_names_its_step(pool):
+    # 4 steps of 0.4 s: 1.6 s in all, over the 1 s deadline, yet every step is within it
+    out = pool.call("test_pool:steps_of", [("ok", 0.4)] * 4, deadline_s=DEADLINE)
+    assert (out.status, out.value, out.step) == ("ok", [0, 1, 2, 3], None)
+    t0 = time.monotonic()
+    hung = pool.call("test_pool:steps_of", [("ok", 0.0), ("ok", 0.3), ("hang", 0), ("ok", 0)],
+                     deadline_s=DEADLINE)
+    assert (hung.status, hung.step) == ("timeout", 2)
+    assert time.monotonic() - t0 < 0.3 + DEADLINE + 1.0
+    assert DEADLINE <= hung.latency_s < DEADLINE + 1.0     # timed from the step, not the call
+    died = pool.call("test_pool:steps_of", [("ok", 0.0), ("die", 0)], deadline_s=5)
+    assert (died.status, died.step) == ("error", 1) and "exit code 9" in died.error
+    # a call that marks no steps reports none
+    plain = pool.call("rewards_for_tests:sleep_forever_or_echo", "hang", deadline_s=DEADLINE)
+    assert (plain.status, plain.step) == ("timeout", None)
+
+
+def test_mark_step_outside_a_worker_does_nothing():
+    assert steps_of(None, [("ok", 0.0)] * 3) == [0, 1, 2]

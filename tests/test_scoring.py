@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 import envs_for_tests  # noqa: F401  (registers test-hang)
-from rlvr import ScoreConfig, load_env, score_file
+from rlvr import Completion, Environment, RowSource, ScoreConfig, Task, load_env, register_env, \
+    score_file
 from rlvr.cli import main as cli_main
+from rlvr.core import BaseReward
+from rlvr.scoring import ScoreSummary, _ChunkSizer, _json_encoder, _Scored
+from rlvr.verifiers import NumericMatch
 
 
 def write_rows(path: Path, n: int, seed: int = 0) -> list[dict]:
@@ -186,3 +190,128 @@ def test_lone_surrogate_in_a_completion_round_trips(tmp_path):
     got = read_out(out)
     assert got[0]["completion"] == "x\ud800 <answer>35</answer>" and got[0]["score"] == 1.0
     assert got[1]["score"] == 1.0
+
+
+class SleepsThenMatches(BaseReward):
+    """'sleep S ...' sleeps S seconds, then exact numeric match (pool workers import this)."""
+    name = "sleeps_then_matches"
+
+    def _score(self, task, completion):
+        if completion.text.startswith("sleep "):
+            time.sleep(float(completion.text.split()[1]))
+        return NumericMatch()._score(task, completion)
+
+
+@register_env("test-slow-rows", replace=True)
+def slow_rows_env():
+    return Environment("test-slow-rows", RowSource({"train": [Task("t0", answer="0")]}),
+                       [(SleepsThenMatches(), 1.0)], gold=lambda t: f"<answer>{t.answer}</answer>")
+
+
+def test_the_deadline_is_per_row_even_when_rows_travel_in_chunks(tmp_path):
+    # 4 rows of 0.3 s go to the one worker in one chunk: 1.2 s together, over the 1 s deadline,
+    # but each row is well inside it, so none may time out
+    src = tmp_path / "in.jsonl"
+    row = json.dumps({"id": "t0", "completion": "sleep 0.3 <answer>0</answer>"})
+    src.write_text((row + "\n") * 4)
+    out = tmp_path / "out.jsonl"
+    summary = score_file(ScoreConfig(env="test-slow-rows", input=str(src), output=str(out),
+                                     workers=1, deadline_s=1.0, progress=False))
+    assert [(r["status"], r["score"]) for r in read_out(out)] == [("ok", 1.0)] * 4
+    assert summary.by_status == {"ok": 4}
+
+
+def _plain_loop_rows(env, src: Path) -> list[bytes]:
+    """What rlvr score must write for well-formed rows: the benchmark's plain loop, row by row."""
+    versions = {"rlvr": "0.1.0", "env": f"{env.name}@{env.version}"}
+    out = []
+    with open(src, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            v = env.reward.score(env.task_from_row(row), Completion(row["completion"]))
+            out.append(json.dumps({**row, "line": n, "score": v.score, "status": v.status,
+                                   "extracted": v.extracted, "reason": v.reason,
+                                   "latency_s": 0, "components": v.components,
+                                   "versions": {**versions, "verifier": v.version}},
+                                  ensure_ascii=False, default=str).encode())
+    return out
+
+
+def _without_latency(data: bytes) -> list[bytes]:
+    import re
+    return [re.sub(rb'"latency_s": [-0-9.e]+', b'"latency_s": 0', line)
+            for line in data.splitlines()]
+
+
+def test_output_bytes_equal_a_plain_loop_with_0_1_2_workers_and_batches(tmp_path):
+    """Chunked scoring writes exactly what scoring row by row writes (bar the measured latency):
+    blank lines, CRLF endings, non-ASCII, escapes and an input field named like an output one."""
+    env = load_env("arithmetic")
+    rows = []
+    for i, t in enumerate(env.sample(70, seed=5)):
+        text = [env.gold(t), f"<think>é 中文 \u2028</think><answer>{int(t.answer) + 1}</answer>",
+                "<think>unclosed", f"The answer is {t.answer}."][i % 4]
+        row = {"id": t.id, "completion": text, **({"answer": t.answer} if i % 3 else {})}
+        if i % 9 == 0:
+            row.update(score="from the input", extra={"nested": [1, 2.5, None, True]})
+        rows.append(json.dumps(row, ensure_ascii=i % 2 == 0))
+    rows[10:10] = ["", "   "]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(("\r\n".join(rows[:30]) + "\n" + "\n".join(rows[30:]) + "\n").encode())
+    expected = _plain_loop_rows(env, src)
+    assert len(expected) == 70
+    for workers, batch_rows in ((0, 1), (1, 1), (2, 1), (2, 3)):
+        out = tmp_path / f"out-{workers}-{batch_rows}.jsonl"
+        score_file(ScoreConfig(env="arithmetic", input=str(src), output=str(out),
+                               workers=workers, batch_rows=batch_rows, progress=False))
+        assert _without_latency(out.read_bytes()) == expected, (workers, batch_rows)
+
+
+def test_json_encoder_writes_what_json_dumps_writes():
+    encode = _json_encoder()
+    cyclic: list = []
+    cyclic.append(cyclic)
+    for value in [{"é\u2028": "\ud800", "n": [1, 2.5e-7, None, True, float("nan")]},
+                  {"obj": object, "f": 1e16, "neg": -0.0}, "plain", [{"a": {}}]]:
+        assert encode(value) == json.dumps(value, ensure_ascii=False, default=str)
+    with pytest.raises(ValueError, match="Circular"):
+        encode({"c": cyclic})
+    assert encode({"ok": [1]}) == '{"ok": [1]}'      # a failed encode leaves no stale state
+
+
+def test_chunk_summaries_fold_to_the_row_by_row_summary():
+    # (text, status, score, latency, id): ties in latency, unscored statuses, a None score
+    results = [("{}", st, sc, lat, f"r{i}") for i, (st, sc, lat) in enumerate([
+        ("ok", 1.0, 0.5), ("ok", 0.1, 0.2), ("timeout", 0.0, 2.0), ("unparsed", 0.0, 0.5),
+        ("error", 0.0, 0.5), ("ok", 0.3, 0.7), ("gold_unparseable", 0.0, 0.1),
+        ("ok", None, 0.5), ("ok", 0.7, 0.01), ("infra_error", 0.0, 0.5)])]
+    lines = range(11, 21)
+    by_row, by_chunk = ScoreSummary(), ScoreSummary()
+    for line, (_, st, sc, lat, row_id) in zip(lines, results):
+        by_row.add(st, sc, lat, line, row_id)
+    for lo, hi in ((0, 4), (4, 5), (5, 10)):
+        part = _Scored.of(lines[lo:hi], results[lo:hi])
+        assert part.data == b"{}\n" * (hi - lo)
+        by_chunk.merge(part)
+    assert by_chunk.to_dict() == by_row.to_dict()
+    d = by_row.to_dict()
+    # scored: ok/unparsed rows with a score: 1.0 + 0.1 + 0.0 + 0.3 + 0.7 = 2.1 over 5 rows
+    assert d["scored_rows"] == 5 and d["mean_score"] == pytest.approx(0.42)
+    assert d["by_status"] == {"ok": 5, "unparsed": 1, "gold_unparseable": 1, "timeout": 1,
+                              "error": 1, "infra_error": 1}
+    # slowest: 2.0 (line 13), 0.7 (16), then the 0.5 ties by line: 20, 18, 15
+    assert [s["line"] for s in d["slowest"]] == [13, 16, 20, 18, 15]
+
+
+def test_chunk_sizes_double_up_to_about_50ms_of_rows_in_whole_batches():
+    sizer = _ChunkSizer(step=3, most=1000)
+    assert [sizer.next() for _ in range(3)] == [48, 96, 192]
+    sizer.observe(rows=300, seconds=0.3)         # 1 ms a row: 50 ms is 50 rows -> 48 (3 x 16)
+    assert sizer.next() == 48
+    sizer.observe(rows=300, seconds=0.003)       # 10 us a row: 5000 rows, but at most 1000
+    assert [sizer.next() for _ in range(3)] == [96, 192, 384] and \
+        [sizer.next() for _ in range(2)] == [768, 999]
+    sizer.observe(rows=1, seconds=10.0)          # slower than the deadline: one batch a chunk
+    assert sizer.next() == 3
