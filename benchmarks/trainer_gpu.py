@@ -7,7 +7,8 @@ heads) but the character-level vocabulary of trainer/tiny.py (~100 tokens, so th
 far cheaper than SmolLM2's 49k): the real weights do not fit the GPU machine's transfer limit,
 and random weights rarely emit EOS, so every completion runs to --tokens (the worst case).
 bf16, GRPO preset with k3 KL (reference model on the GPU too), scored in-process. Prints
-seconds per step (after one warm-up step) for share_prefix=true and false, and their ratio.
+seconds per step (after one warm-up step) for share_prefix=true and false, split into sampling
+(generate_s), scoring and the update (reference + policy forward/backward), and their ratio.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def build_model(path: Path) -> str:
     return str(path)
 
 
-def seconds_per_step(model: str, out: Path, share_prefix: bool, args) -> float:
+def seconds_per_step(model: str, out: Path, share_prefix: bool, args) -> dict:
     import torch
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.loop import Trainer
@@ -47,11 +48,14 @@ def seconds_per_step(model: str, out: Path, share_prefix: bool, args) -> float:
     tr = Trainer(cfg)
     tr.train_step()                                  # warm-up: kernels, allocator
     torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    t0, parts = time.perf_counter(), {}
     for _ in range(args.steps):
-        tr.train_step()
+        metrics, _ = tr.train_step()
+        for key in ("generate_s", "score_s", "update_s"):
+            parts[key] = parts.get(key, 0.0) + metrics[f"timing/{key}"] / args.steps
     torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / args.steps
+    return {"step_s": round((time.perf_counter() - t0) / args.steps, 3),
+            **{k: round(v, 3) for k, v in parts.items()}}
 
 
 def main() -> None:
@@ -70,9 +74,9 @@ def main() -> None:
     plain = seconds_per_step(model, work / "plain", False, args)
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                       "batch": f"{args.prompts} prompts x {args.group} x {args.tokens} tokens",
-                      "s_per_step_shared_prefix": round(shared, 3),
-                      "s_per_step_hf_generate": round(plain, 3),
-                      "hf_generate_over_shared_prefix": round(plain / shared, 2)}, indent=1))
+                      "shared_prefix": shared, "hf_generate": plain,
+                      "step_time_hf_generate_over_shared_prefix":
+                          round(plain["step_s"] / shared["step_s"], 2)}, indent=1))
 
 
 if __name__ == "__main__":

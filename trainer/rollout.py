@@ -197,7 +197,7 @@ class _seeded:
 
 
 def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
-          groups: torch.Tensor | None = None, gens: list | None = None) -> torch.Tensor:
+          groups: list[int] | None = None, gens: list | None = None) -> torch.Tensor:
     """One token per row from softmax(logits / T), restricted to the top-p nucleus. With
     per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent)."""
     if greedy:
@@ -209,9 +209,9 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
         probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
     if gens is None:
         return torch.multinomial(probs, 1).squeeze(-1)
-    ids, counts = torch.unique_consecutive(groups, return_counts=True)
+    runs = [(g, len(list(rows))) for g, rows in itertools.groupby(groups)]
     parts = [torch.multinomial(p, 1, generator=gens[g])
-             for g, p in zip(ids.tolist(), probs.split(counts.tolist()))]
+             for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
     return torch.cat(parts).squeeze(-1)
 
 
@@ -233,20 +233,23 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     logits = out.logits[:, -1].repeat_interleave(G, 0)
     attn = attn.repeat_interleave(G, 0)
     pos = attn.sum(-1)
-    active = torch.arange(len(prompts) * G, device=device)
-    seqs: list[list[int]] = [[] for _ in range(len(active))]
-    eos_t = torch.tensor(sorted(eos), device=device)
+    # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
+    # is the only synchronisation (GPU kernels queue ahead otherwise).
+    active = list(range(len(prompts) * G))
+    seqs: list[list[int]] = [[] for _ in active]
     for t in range(max_new):
-        tok = _pick(logits, temperature, top_p, greedy, active // G, gens)
-        for row, tk in zip(active.tolist(), tok.tolist()):
+        tok = _pick(logits, temperature, top_p, greedy, [row // G for row in active], gens)
+        toks = tok.tolist()
+        for row, tk in zip(active, toks):
             seqs[row].append(tk)
-        live = ~torch.isin(tok, eos_t)
-        if t == max_new - 1 or not live.any():
+        keep = [i for i, tk in enumerate(toks) if tk not in eos]
+        if t == max_new - 1 or not keep:
             break
-        if not live.all():                       # finished rows leave the batch
-            keep = live.nonzero().flatten()
-            cache.batch_select_indices(keep)
-            active, tok, attn, pos = active[keep], tok[keep], attn[keep], pos[keep]
+        if len(keep) < len(active):              # finished rows leave the batch
+            keep_t = torch.tensor(keep, device=device)
+            cache.batch_select_indices(keep_t)
+            active = [active[i] for i in keep]
+            tok, attn, pos = tok[keep_t], attn[keep_t], pos[keep_t]
         attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
         out = model(input_ids=tok[:, None], attention_mask=attn, position_ids=pos[:, None],
                     use_cache=True, **{cache_kw: cache})
