@@ -115,6 +115,13 @@ class TrainConfig:
     reward_deadline_s: float = 30.0
     """Score in rlvr's worker pool with this hard deadline per completion (a hung verifier
     becomes a `timeout` verdict, never a stalled run); 0 scores in the training process."""
+    reward_backend: str = "process"
+    """Where pooled rewards run: 'process' (worker processes on this machine) or 'ray' (Ray
+    actors, e.g. sandboxed code tests on a cluster's CPUs; `pip install 'rlvr[ray]'`)."""
+    reward_workers: int = 0
+    """Reward workers; 0 = this machine's CPUs ('process') or the Ray cluster's CPUs ('ray')."""
+    ray_address: str = ""
+    """Ray cluster to join with reward_backend='ray'; empty starts a local Ray instance."""
     # --- optimisation -----------------------------------------------------------------------
     lr: float = 1e-6
     """AdamW learning rate of the policy."""
@@ -164,7 +171,8 @@ class TrainConfig:
                    "policy_loss": POLICY_LOSSES, "loss_aggregation": LOSS_AGGREGATIONS,
                    "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
                    "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
-                   "rollout_engine": ("hf", "vllm"), "dist_backend": ("auto", "nccl", "gloo")}
+                   "rollout_engine": ("hf", "vllm"), "dist_backend": ("auto", "nccl", "gloo"),
+                   "reward_backend": ("process", "ray")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected one of {list(allowed)}")
@@ -180,6 +188,10 @@ class TrainConfig:
             raise ValueError("dynamic_sampling needs group_size >= 2")
         if self.overlong_buffer > self.max_completion_length:
             raise ValueError("overlong_buffer must be <= max_completion_length")
+        if self.reward_workers < 0:
+            raise ValueError(f"reward_workers must be >= 0, got {self.reward_workers}")
+        if self.reward_backend == "ray" and self.reward_deadline_s == 0:
+            raise ValueError("reward_backend='ray' scores in the pool: set reward_deadline_s > 0")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
         if self.beta < 0 or self.kl_target < 0 or self.reward_deadline_s < 0:

@@ -73,7 +73,7 @@ class Trainer:
         if cfg.reward_deadline_s > 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = rlvr.PooledReward.for_env(
                 self.env, env_args=cfg.env_kwargs, deadline_s=cfg.reward_deadline_s,
-                registered_as=cfg.env)
+                registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         source = str(checkpoint / "policy") if checkpoint else cfg.model
         self.policy = load_policy(source, cfg.dtype, self.device)
@@ -525,6 +525,21 @@ def _merge_inner(inner: list[dict]) -> dict:
         out[key] = inner[0][key] if key in ("entropy",) or key.startswith("kl") else sum(vals) / len(vals)
     out["inner_steps"] = len(inner)
     return out
+
+
+def _reward_pool(cfg: TrainConfig):
+    """The pool the rewards run in: None = the process-wide local pool (rlvr.pool)."""
+    if cfg.reward_backend == "ray":
+        from rlvr.ray_backend import RayPool, require_ray
+        ray = require_ray()
+        if not ray.is_initialized():
+            ray.init(address=cfg.ray_address or None, include_dashboard=False, log_to_driver=False)
+        workers = cfg.reward_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return RayPool(workers)
+    if cfg.reward_workers:
+        from rlvr.pool import WorkerPool
+        return WorkerPool(cfg.reward_workers)
+    return None
 
 
 def _seed_everything(seed: int) -> None:
