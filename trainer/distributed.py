@@ -141,12 +141,12 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def shard(n: int, ctx: DistContext) -> tuple[int, int]:
+def shard(n: int, ctx: DistContext, what: str = "prompts_per_step") -> tuple[int, int]:
     """[start, stop) of this rank's contiguous share of n items (the first n % W ranks get one
     more). Contiguous, so concatenating the ranks' shares in rank order restores the order."""
     if n < ctx.world_size:
-        raise ValueError(f"{n} prompts cannot be shared by {ctx.world_size} ranks: "
-                         f"prompts_per_step must be at least the number of processes")
+        raise ValueError(f"{n} items cannot be shared by {ctx.world_size} ranks: "
+                         f"{what} must be at least the number of processes")
     base, extra = divmod(n, ctx.world_size)
     start = ctx.rank * base + min(ctx.rank, extra)
     return start, start + base + (ctx.rank < extra)

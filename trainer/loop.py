@@ -361,7 +361,7 @@ class Trainer:
         if "test" not in self.env.source.splits:
             raise ValueError(f"environment {self.env.name!r} has no test split for eval")
         every = self.env.sample(cfg.eval_tasks, split="test", seed=cfg.seed)
-        first, stop = shard(len(every), self.dist)
+        first, stop = shard(len(every), self.dist, "eval_tasks")
         tasks, n = every[first:stop], len(every)
         correct = lambda v: v.ok and v.score >= 1.0
         greedy = score(self.env, self.engine.generate(tasks, 1, cfg.max_completion_length,
