@@ -6,6 +6,10 @@ The loop does the same job without the pool: read each JSONL line, build the tas
 arithmetic environment's reward, write the output row. `rlvr score` runs with 1 and 2 workers.
 Peak memory of the scoring process (and of its largest worker) is measured on `--small` and
 `--rows` inputs to show it stays flat in input size. Target: 2 workers >= 1.8x the loop.
+
+Besides wall-clock rows/s, each run's CPU time per row is printed (this process, plus its
+workers once they have exited): on a busy machine the wall-clock ratios understate the pool,
+which needs both cores, while CPU per row barely moves with the load.
 """
 from __future__ import annotations
 
@@ -76,6 +80,21 @@ def peak_memory_mb(src: Path, workers: int) -> tuple[float, float]:
     return int(own) / 1024, int(child) / 1024
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """(this process, its exited children) user+system CPU seconds so far."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def timed(run, *args) -> tuple[float, float, float]:
+    """(wall s, host CPU s, workers' CPU s) of one run."""
+    own0, kids0 = cpu_seconds()
+    wall = run(*args)
+    own1, kids1 = cpu_seconds()
+    return wall, own1 - own0, kids1 - kids0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=100_000)
@@ -88,14 +107,19 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"rows={args.rows}  cpus={os.cpu_count()}  load average before: {load:.2f}")
 
-    loop_s = plain_loop(big, tmp / "loop.jsonl")
-    w1_s = rlvr_score(big, tmp / "w1.jsonl", 1)
-    w2_s = rlvr_score(big, tmp / "w2.jsonl", 2)
+    loop_s, loop_cpu, _ = timed(plain_loop, big, tmp / "loop.jsonl")
+    w1_s, w1_host, w1_kids = timed(rlvr_score, big, tmp / "w1.jsonl", 1)
+    w2_s, w2_host, w2_kids = timed(rlvr_score, big, tmp / "w2.jsonl", 2)
     rate = lambda s: args.rows / s  # noqa: E731
+    us = lambda s: s / args.rows * 1e6  # noqa: E731
     print(f"plain loop          {rate(loop_s):10.0f} rows/s")
     print(f"rlvr score -w 1     {rate(w1_s):10.0f} rows/s   {loop_s / w1_s:.2f}x the loop")
     print(f"rlvr score -w 2     {rate(w2_s):10.0f} rows/s   {loop_s / w2_s:.2f}x the loop "
           f"(target >= 1.8x)")
+    print(f"CPU per row: plain loop {us(loop_cpu):.1f} us")
+    for name, host, kids in (("-w 1", w1_host, w1_kids), ("-w 2", w2_host, w2_kids)):
+        print(f"CPU per row: rlvr score {name}: {us(host):.1f} us here + {us(kids):.1f} us in "
+              f"workers (start-up included) = {(host + kids) / loop_cpu:.2f}x the loop's")
     for n, path in ((args.small, small), (args.rows, big)):
         own, child = peak_memory_mb(path, 2)
         print(f"peak RSS at {n:>7} rows: scoring process {own:6.1f} MiB, largest worker "

@@ -38,7 +38,8 @@ from typing import Any, Callable, Sequence
 
 __all__ = ["Factory", "Outcome", "WorkerPool", "default_pool", "mark_step", "resolve"]
 
-_POLL_S = 0.02          # how often the host checks a running chunk's progress
+_POLL_S = 0.02          # the shortest wait between the host's checks of a running call
+_MAX_WAIT_S = 0.5       # the longest (how late a worker that died without a word is noticed)
 _FLUSH_S = 0.01         # how often a worker sends finished results back
 _STARTING, _BUILDING = -2.0, -1.0   # progress[0] sentinels before the first item runs
 _NO_STEP = -1.0                     # progress[2] while the running item has marked no step
@@ -184,7 +185,7 @@ def _run_job(conn, progress, built, job_id, fn, factory, items) -> None:
             buf.append(("ok", func(ctx, item), "", time.perf_counter() - t0))
         except Exception as exc:
             buf.append(("error", None, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0))
-        if time.monotonic() - last > _FLUSH_S:
+        if i + 1 < len(items) and time.monotonic() - last > _FLUSH_S:
             _send(conn, job_id, buf)
             buf, last = [], time.monotonic()
     _send(conn, job_id, buf, done=True)
@@ -353,8 +354,9 @@ class WorkerPool:
                 results[i] = Outcome("error", error=f"call could not be sent to a worker: {exc}")
             return []
         done = 0                                  # results received for this job so far
+        wait = min(_MAX_WAIT_S, deadline_s)       # no item can be overdue before then
         while True:
-            if w.conn.poll(_POLL_S):
+            if w.conn.poll(wait):
                 try:
                     jid, batch, finished = w.conn.recv()
                 except (EOFError, OSError):
@@ -370,8 +372,12 @@ class WorkerPool:
                 return self._worker_died(w, pending, done, results)
             idx, step, started = _read_progress(w.progress)
             limit = max(deadline_s, BUILD_DEADLINE_S) if idx == _BUILDING else deadline_s
-            if idx == _STARTING or time.monotonic() - started <= limit \
+            left = started + limit - time.monotonic()
+            if idx == _STARTING or left > 0 \
                     or _read_progress(w.progress) != (idx, step, started):   # it moved on
+                # Sleep until the running item's (or step's) deadline: results wake us sooner,
+                # and a wake-up per result rather than per tick keeps this process idle.
+                wait = min(_MAX_WAIT_S, max(_POLL_S, left))
                 continue
             # Past the deadline: the item in progress times out (or, while the context is
             # being built, every pending item does); finished-but-unsent ones are redone.

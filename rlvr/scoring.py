@@ -504,7 +504,6 @@ def _in_pool(cfg: ScoreConfig, pool, context: Factory, spec: _RowSpec,
     Each worker has one chunk running and one queued behind it, so it never waits for this
     process; memory is bounded by those few chunks, not by the input."""
     reader = _ChunkReader(cfg, done_line)
-    host = _RowScorer(spec)
     sizer = _ChunkSizer(step=cfg.batch_rows, most=max(cfg.block_rows, cfg.batch_rows))
     n = max(1, getattr(pool, "n_workers", 1))
     pending: deque = deque()
@@ -513,7 +512,7 @@ def _in_pool(cfg: ScoreConfig, pool, context: Factory, spec: _RowSpec,
     try:
         while True:
             while len(pending) < 2 * n and (chunk := reader.take(sizer.next())) is not None:
-                pending.append(ex.submit(_run_chunk, pool, context, host, chunk,
+                pending.append(ex.submit(_run_chunk, pool, context, spec, chunk,
                                          cfg.deadline_s))
             if not pending:
                 return
@@ -527,11 +526,11 @@ def _in_pool(cfg: ScoreConfig, pool, context: Factory, spec: _RowSpec,
         reader.close()
 
 
-def _run_chunk(pool, context: Factory, host: _RowScorer, chunk: tuple,
+def _run_chunk(pool, context: Factory, spec: _RowSpec, chunk: tuple,
                deadline_s: float) -> list[_Scored]:
     """Score one chunk in the pool. A row (or reward batch) that timed out or killed its
     worker gets its row here; the rest of the chunk is scored again by a fresh call."""
-    size = host.spec.batch_rows
+    size = spec.batch_rows
     parts, todo = [], [chunk]          # a stack: the next piece, in input order, is last
     while todo:
         piece = todo.pop()
@@ -548,6 +547,7 @@ def _run_chunk(pool, context: Factory, host: _RowScorer, chunk: tuple,
             (o.step * size, min(len(raws), (o.step + 1) * size))
         if hi < len(raws):
             todo.append((lines[hi:], raws[hi:]))
+        host = _RowScorer(spec)       # rare: one per failure, so no state shared by threads
         todo.append(_Scored.of(lines[lo:hi], [host.failed(line, raw, status, o.error, o.latency_s)
                                               for line, raw in zip(lines[lo:hi], raws[lo:hi])]))
         if lo:
