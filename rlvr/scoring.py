@@ -3,7 +3,8 @@
 A file of (task, completion) rows -> one output row per input row, through the same Reward
 objects and worker pool the trainer uses. Properties that matter on a million rows:
 
-- **streams**: rows are read, scored and written in blocks, so memory stays flat;
+- **streams**: rows are read, scored and written in chunks, a few at a time, so memory stays
+  flat;
 - **parallel and cheap on IPC**: workers get chunks of raw lines (each about 50 ms of work) and
   send back the finished output bytes and a few counts, so this process does no per-row work;
   the deadline still applies to each row (`rlvr.pool.mark_step`);
@@ -243,7 +244,7 @@ def _json_encoder() -> Callable[[Any], str]:
     """`json.dumps(obj, ensure_ascii=False, default=str)`, without its per-call set-up.
 
     `json.dumps` with `default=` builds a new JSONEncoder (and C encoder) on every call, about a
-    fifth of the cost of encoding an output row; here the C encoder is built once. Falls back to
+    third of the cost of encoding an output row; here the C encoder is built once. Falls back to
     the public API if this Python's `json` internals differ.
     """
     reference = json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -468,7 +469,8 @@ class _ChunkSizer:
     As joblib's automatic batch size does: large chunks make the per-call cost (IPC, the host's
     bookkeeping) vanish per row, while chunks of bounded duration keep both workers busy to the
     end of the input and bound the work a timeout throws away (a timed-out chunk's finished
-    rows are scored again). Starts small and at most doubles per chunk."""
+    rows are scored again). Starts at one row (or batch), since a row may take seconds, and at
+    most doubles per chunk."""
     step: int
     most: int
     target_s: float = 0.05
@@ -476,7 +478,7 @@ class _ChunkSizer:
     _ideal: float | None = None
 
     def next(self) -> int:
-        grown = 16 * self.step if not self.size else 2 * self.size
+        grown = 2 * self.size or self.step
         if self._ideal is not None:
             grown = min(grown, self._ideal)
         self.size = max(self.step, int(min(self.most, grown)) // self.step * self.step)
@@ -641,7 +643,9 @@ def add_parser(sub) -> None:
                    help="score in local worker processes, or on Ray actors (pip install 'rlvr[ray]')")
     p.add_argument("--ray-address", default=None,
                    help="Ray cluster address for --backend ray (default: start a local one)")
-    p.add_argument("--block-rows", type=int, default=4096)
+    p.add_argument("--block-rows", type=int, default=4096,
+                   help="most rows sent to a worker at once (chunks size themselves to about "
+                        "50 ms of work below this)")
     p.add_argument("--no-resume", action="store_true",
                    help="refuse to continue an existing output file")
     p.add_argument("--no-progress", action="store_true")

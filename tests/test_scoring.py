@@ -193,12 +193,14 @@ def test_lone_surrogate_in_a_completion_round_trips(tmp_path):
 
 
 class SleepsThenMatches(BaseReward):
-    """'sleep S ...' sleeps S seconds, then exact numeric match (pool workers import this)."""
+    """'sleep S ...' sleeps S seconds, 'hang' forever; then exact numeric match."""
     name = "sleeps_then_matches"
 
     def _score(self, task, completion):
         if completion.text.startswith("sleep "):
             time.sleep(float(completion.text.split()[1]))
+        if completion.text == "hang":
+            time.sleep(10_000)
         return NumericMatch()._score(task, completion)
 
 
@@ -208,17 +210,28 @@ def slow_rows_env():
                        [(SleepsThenMatches(), 1.0)], gold=lambda t: f"<answer>{t.answer}</answer>")
 
 
-def test_the_deadline_is_per_row_even_when_rows_travel_in_chunks(tmp_path):
-    # 4 rows of 0.3 s go to the one worker in one chunk: 1.2 s together, over the 1 s deadline,
-    # but each row is well inside it, so none may time out
-    src = tmp_path / "in.jsonl"
-    row = json.dumps({"id": "t0", "completion": "sleep 0.3 <answer>0</answer>"})
-    src.write_text((row + "\n") * 4)
-    out = tmp_path / "out.jsonl"
-    summary = score_file(ScoreConfig(env="test-slow-rows", input=str(src), output=str(out),
-                                     workers=1, deadline_s=1.0, progress=False))
-    assert [(r["status"], r["score"]) for r in read_out(out)] == [("ok", 1.0)] * 4
-    assert summary.by_status == {"ok": 4}
+def test_a_chunk_keeps_per_row_deadlines_and_is_rescored_around_a_hung_row():
+    # One chunk of 7 rows: 4 rows of 0.25 s (1 s together, over the 0.8 s deadline, yet each
+    # well inside it), a row that hangs, 2 quick rows. Only the hung row may time out; the rows
+    # before it are scored again by a fresh worker, the rows after it once, all in order.
+    from rlvr.pool import Factory, WorkerPool
+    from rlvr.registry import _entry
+    from rlvr.scoring import _build_context, _run_chunk, _RowSpec
+    env = load_env("test-slow-rows")
+    spec = _RowSpec("id", "completion", "answer", {"rlvr": "0.1.0", "env": "test-slow-rows@1"},
+                    env.reward.version)
+    context = Factory(_build_context, {"env_name": "test-slow-rows", "env_args": {},
+                                       "module": _entry("test-slow-rows").module, "spec": spec})
+    texts = ["sleep 0.25 <answer>0</answer>"] * 4 + ["hang", "<answer>0</answer>", "<answer>1</answer>"]
+    raws = [json.dumps({"id": "t0", "completion": t}) + "\n" for t in texts]
+    with WorkerPool(1) as pool:
+        parts = _run_chunk(pool, context, spec, (range(11, 18), raws), deadline_s=0.8)
+    got = [json.loads(line) for part in parts for line in part.data.decode().splitlines()]
+    assert [r["line"] for r in got] == list(range(11, 18))
+    assert [r["status"] for r in got] == ["ok"] * 4 + ["timeout", "ok", "ok"]
+    assert [r["score"] for r in got] == [1.0] * 4 + [0.0, 1.0, 0.0]
+    assert got[4]["reason"].startswith("line 15: no result within 0.8s")
+    assert sum(part.rows for part in parts) == 7
 
 
 def _plain_loop_rows(env, src: Path) -> list[bytes]:
@@ -307,11 +320,10 @@ def test_chunk_summaries_fold_to_the_row_by_row_summary():
 
 def test_chunk_sizes_double_up_to_about_50ms_of_rows_in_whole_batches():
     sizer = _ChunkSizer(step=3, most=1000)
-    assert [sizer.next() for _ in range(3)] == [48, 96, 192]
-    sizer.observe(rows=300, seconds=0.3)         # 1 ms a row: 50 ms is 50 rows -> 48 (3 x 16)
-    assert sizer.next() == 48
+    assert [sizer.next() for _ in range(4)] == [3, 6, 12, 24]   # one batch first: rows may be slow
+    sizer.observe(rows=30, seconds=0.1)          # 3.3 ms a row: 50 ms is 15 rows -> 15 (3 x 5)
+    assert [sizer.next() for _ in range(2)] == [15, 15]
     sizer.observe(rows=300, seconds=0.003)       # 10 us a row: 5000 rows, but at most 1000
-    assert [sizer.next() for _ in range(3)] == [96, 192, 384] and \
-        [sizer.next() for _ in range(2)] == [768, 999]
+    assert [sizer.next() for _ in range(7)] == [30, 60, 120, 240, 480, 960, 999]
     sizer.observe(rows=1, seconds=10.0)          # slower than the deadline: one batch a chunk
     assert sizer.next() == 3
