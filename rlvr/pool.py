@@ -222,11 +222,13 @@ class _Worker:
         self.proc.join(timeout=5)
         self.conn.close()
 
-    def stop(self) -> None:
+    def ask_to_stop(self) -> None:
         try:
             self.conn.send(None)
         except (OSError, ValueError):
             pass
+
+    def wait_stopped(self) -> None:
         self.proc.join(timeout=2)
         if self.proc.is_alive():
             self.kill()
@@ -291,8 +293,10 @@ class WorkerPool:
         with self._lock:
             self._closed = True
             workers, self._all = list(self._all), set()
+        for w in workers:          # all at once: they shut down in parallel
+            w.ask_to_stop()
         for w in workers:
-            w.stop()
+            w.wait_stopped()
 
     def __enter__(self):
         return self
