@@ -375,12 +375,16 @@ class _Scored:
     def of(cls, lines: Sequence[int], results: list[tuple], seconds: float = 0.0) -> "_Scored":
         """From per-row results (text, status, score, latency, id), with C-speed steps only:
         a few passes over the chunk cost less than bookkeeping row by row."""
+        if not results:
+            return cls(b"", 0, {}, [], array("d"), [], seconds)
         texts, statuses, scores, latencies, ids = zip(*results)
         latencies = array("d", latencies)
         floor = sorted(latencies)[-5] if len(latencies) > 5 else float("-inf")
         slowest: list = []
         for i in compress(range(len(latencies)), map(floor.__le__, latencies)):
             _keep_slowest(slowest, (latencies[i], lines[i], str(ids[i])))
+        # backslashreplace: a lone surrogate from the input ("\ud800") is written back as the
+        # same JSON escape instead of crashing the run.
         return cls(("\n".join(texts) + "\n").encode("utf-8", "backslashreplace"), len(texts),
                    dict(Counter(statuses)),
                    [x for st, x in zip(statuses, scores) if st not in _UNSCORED and x is not None],
@@ -474,8 +478,8 @@ class _ChunkSizer:
     step: int
     most: int
     target_s: float = 0.05
-    size: int = 0
-    _ideal: float | None = None
+    size: int = field(default=0, init=False)
+    _ideal: float | None = field(default=None, init=False)   # rows per target_s, last measured
 
     def next(self) -> int:
         grown = 2 * self.size or self.step
