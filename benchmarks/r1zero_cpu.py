@@ -136,7 +136,8 @@ def _plots(runs: Path, out: Path, results: dict) -> dict:
             if f.stem in ("overview", "length", "reward"):
                 shutil.copy(f, out / f"compare_{f.stem}.png")
     _passk_plot(results, out / "passk.png")
-    return {"pngs": sorted(str(p.relative_to(ROOT)) for p in out.glob("*.png"))}
+    shown = lambda p: str(p.relative_to(ROOT)) if p.resolve().is_relative_to(ROOT) else str(p)
+    return {"pngs": sorted(shown(p) for p in out.glob("*.png"))}
 
 
 def main() -> int:
