@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,6 +102,14 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=10_000)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))
+    try:
+        run_all(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)     # ~120 MB of inputs and outputs
+
+
+def run_all(args, tmp: Path) -> None:
+    """The loop, `rlvr score` with 1 and 2 workers, then peak memory, on files made in `tmp`."""
     big, small = tmp / "big.jsonl", tmp / "small.jsonl"
     make_rows(big, args.rows)
     make_rows(small, args.small)
