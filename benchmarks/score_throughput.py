@@ -66,17 +66,37 @@ def rlvr_score(src: Path, dst: Path, workers: int) -> float:
     return time.perf_counter() - t0
 
 
+_MEMORY_PROBE = """
+import os, shutil, sys, tempfile
+from rlvr import ScoreConfig, score_file
+from rlvr.pool import WorkerPool
+
+def peak_kib(pid="self"):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+workers = []
+close = WorkerPool.close
+def close_after_reading_peaks(pool):
+    workers.extend(peak_kib(w.proc.pid) for w in list(pool._all))
+    close(pool)
+WorkerPool.close = close_after_reading_peaks
+out = tempfile.mkdtemp()
+score_file(ScoreConfig(env="arithmetic", input=sys.argv[1], output=os.path.join(out, "o.jsonl"),
+                       workers=int(sys.argv[2]), progress=False))
+shutil.rmtree(out)
+print(peak_kib(), max(workers))
+"""
+
+
 def peak_memory_mb(src: Path, workers: int) -> tuple[float, float]:
-    """(scoring process peak RSS, largest worker peak RSS) in MiB, from a fresh process."""
-    code = (
-        "import resource, sys, tempfile, os\n"
-        "from rlvr import ScoreConfig, score_file\n"
-        "out = os.path.join(tempfile.mkdtemp(), 'o.jsonl')\n"
-        f"score_file(ScoreConfig(env='arithmetic', input={str(src)!r}, output=out, "
-        f"workers={workers}, progress=False))\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-        "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    """(scoring process peak RSS, largest worker peak RSS) in MiB, from a fresh process.
+
+    Read as VmHWM from /proc, each process's own high-water mark: `ru_maxrss` is no good here,
+    since after fork+exec Linux keeps the parent's size in it (so this benchmark process, big
+    from making the input, would show up as the scorer's peak)."""
+    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(src), str(workers)],
+                         capture_output=True, text=True, check=True)
     own, child = out.stdout.split()
     return int(own) / 1024, int(child) / 1024
 
