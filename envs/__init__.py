@@ -1,12 +1,29 @@
 """Environments: task sources + prompt templates + rewards, registered by name.
 
-Importing this package registers rlvr's built-in environments.
+The built-in environments register themselves when their module is imported. The registry
+imports them all on first lookup of an unknown name (`rlvr.list_envs()`, `load_env`), and a
+pool worker rebuilding one environment imports only that one's module -- a worker scoring
+arithmetic never pays for sympy or the sandbox.
 """
-from .base import Environment, RowSource, TaskSource, r1_base_prompt, r1_chat_prompt
-from . import arithmetic  # noqa: F401  (registers "arithmetic")
-from . import reward_model  # noqa: F401  (registers "reward-model")
-from . import formatting  # noqa: F401  (registers "ifeval-style", "json-schema", "think-format")
-from . import code  # noqa: F401  (registers "code", "humaneval", "code-stdio")
-from . import math  # noqa: F401  (registers "math", "math-arithmetic", "countdown")
+import importlib
 
-__all__ = ["Environment", "RowSource", "TaskSource", "r1_base_prompt", "r1_chat_prompt"]
+from .base import Environment, RowSource, TaskSource, r1_base_prompt, r1_chat_prompt
+
+# module -> the environments it registers
+BUILTIN_MODULES = {
+    "arithmetic": ("arithmetic",),
+    "reward_model": ("reward-model",),
+    "formatting": ("ifeval-style", "json-schema", "think-format"),
+    "code": ("code", "humaneval", "code-stdio"),
+    "math": ("math", "math-arithmetic", "countdown"),
+}
+
+
+def register_builtins() -> None:
+    """Import every built-in environment module (each registers its environments)."""
+    for module in BUILTIN_MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+
+
+__all__ = ["Environment", "RowSource", "TaskSource", "r1_base_prompt", "r1_chat_prompt",
+           "BUILTIN_MODULES", "register_builtins"]

@@ -16,7 +16,6 @@ import inspect
 import re
 import threading
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, Callable
 
 from .core import FAILED_STATUSES, Task
@@ -85,7 +84,8 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    importlib.import_module("rlvr.envs")
+    importlib.import_module("rlvr.envs").register_builtins()
+    from importlib.metadata import entry_points    # here: a pool worker rarely needs it
     for ep in entry_points(group="rlvr.envs"):
         obj = ep.load()
         if callable(obj) and not inspect.ismodule(obj) and ep.name not in _registry:
@@ -98,7 +98,8 @@ def list_envs() -> list[str]:
 
 
 def _entry(name: str) -> _Entry:
-    _discover()
+    if name not in _registry:    # registered already (its module was imported): no discovery
+        _discover()
     if name not in _registry:
         raise UnknownEnvError(f"unknown environment {name!r}; registered: "
                               f"{', '.join(sorted(_registry)) or '(none)'}")

@@ -170,3 +170,26 @@ def test_type_error_inside_a_factory_is_not_mistaken_for_bad_arguments():
     assert str(err.value) == "raises_inside() got a bad argument from its own data"
     with pytest.raises(TypeError, match=r"its factory takes \(level\)"):
         load_env("raises-inside", levl=2)
+
+
+def test_builtin_module_table_matches_what_the_modules_register():
+    # envs.BUILTIN_MODULES lets a worker import one environment's module alone; it must name
+    # exactly what each module registers, or a built-in environment would go missing.
+    import importlib
+    from rlvr import envs, registry
+    registry._discover()
+    for module, names in envs.BUILTIN_MODULES.items():
+        mod = importlib.import_module(f"rlvr.envs.{module}")
+        registered = {n for n, e in registry._registry.items() if e.module.startswith(mod.__name__)}
+        assert registered == set(names), module
+
+
+def test_a_worker_rebuilding_one_environment_imports_only_its_module():
+    import subprocess
+    import sys
+    code = ("import sys; from rlvr.registry import env_reward; "
+            "env_reward('arithmetic', {}, 'rlvr.envs.arithmetic'); "
+            "print(sorted(m for m in ('sympy', 'rlvr.envs.math', 'rlvr.envs.code', 'torch') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

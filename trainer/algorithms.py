@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .evaluate import pass_at_k  # noqa: F401  (lives with the evaluation; torch-free)
+
 __all__ = [
     "masked_mean", "group_mean_std", "reinforce_advantages", "rloo_advantages",
     "grpo_advantages", "MovingAverageBaseline", "kl_k1", "kl_k2", "kl_k3", "kl_estimate",
@@ -353,12 +355,3 @@ def groups_with_signal(rewards: torch.Tensor, valid: torch.Tensor) -> torch.Tens
     only these: a zero-variance group has zero advantage and teaches nothing)."""
     _, std = group_mean_std(rewards, valid)
     return std > 0
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from n samples with c correct (Chen et al. 2021): 1 - C(n-c,k)/C(n,k)."""
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)

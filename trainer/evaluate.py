@@ -26,7 +26,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .algorithms import pass_at_k
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct (Chen et al. 2021): 1 - C(n-c,k)/C(n,k).
+    (Here, not in algorithms.py, so that `rlvr eval`'s parser loads without torch.)"""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 __all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate", "run_eval",
            "resolve_model", "add_parser"]
