@@ -166,3 +166,16 @@ def test_rewards_inside_training_run_on_ray_actors(tiny_model, tmp_path):
         ray.shutdown()
     with pytest.raises(ValueError, match="reward_deadline_s > 0"):
         TrainConfig(**{**kw, "reward_backend": "ray", "reward_deadline_s": 0})
+
+
+def test_hf_generate_path_is_seeded_without_touching_the_global_rng(tiny_model):
+    # share_prefix=false samples with HF `generate`, seeded once per call from the first seed.
+    policy, tok = load_policy(tiny_model, "float32", "cpu"), load_tokenizer(tiny_model)
+    tasks = [Task("a", "1 + 2 =", "3"), Task("b", "3 + 4 =", "7")]
+    before = torch.get_rng_state()
+    a = generate(policy, tok, tasks, 3, 8, share_prefix=False, seeds=[5, 6])
+    assert torch.equal(torch.get_rng_state(), before)
+    assert generate(policy, tok, tasks, 3, 8, share_prefix=False, seeds=[5, 6]).completion_ids \
+        == a.completion_ids
+    assert generate(policy, tok, tasks, 3, 8, share_prefix=False, seeds=[7, 6]).completion_ids \
+        != a.completion_ids

@@ -5,6 +5,7 @@ their verdicts and rewards. It is what `pi_old` produced; the update never regen
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -178,22 +179,16 @@ def _hf_generate(model, prompts, G, max_new, eos, pad_id, temperature, top_p, gr
     return model.generate(input_ids=ids, attention_mask=attn, generation_config=cfg)[:, ids.size(1):].tolist()
 
 
-class _seeded:
+@contextlib.contextmanager
+def _seeded(seed: int | None, model):
     """Run a block under a seeded copy of the torch RNG, leaving the global stream untouched."""
-
-    def __init__(self, seed: int | None, model):
-        self.seed, self.fork = seed, None
-        if seed is not None:
-            device = next(model.parameters()).device
-            self.fork = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
-
-    def __enter__(self):
-        if self.fork is not None:
-            self.fork.__enter__()
-            torch.manual_seed(self.seed)
-
-    def __exit__(self, *exc):
-        return self.fork.__exit__(*exc) if self.fork is not None else False
+    if seed is None:
+        yield
+        return
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
 
 
 def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
