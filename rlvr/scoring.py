@@ -24,7 +24,7 @@ from array import array
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from functools import reduce
-from itertools import compress, islice
+from itertools import islice
 from operator import add
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -379,10 +379,9 @@ class _Scored:
             return cls(b"", 0, {}, [], array("d"), [], seconds)
         texts, statuses, scores, latencies, ids = zip(*results)
         latencies = array("d", latencies)
-        floor = sorted(latencies)[-5] if len(latencies) > 5 else float("-inf")
-        slowest: list = []
-        for i in compress(range(len(latencies)), map(floor.__le__, latencies)):
-            _keep_slowest(slowest, (latencies[i], lines[i], str(ids[i])))
+        # (latency, line) decide the order; lines are unique, so ids are never compared
+        slowest = [(lat, line, str(i))
+                   for lat, line, i in heapq.nlargest(5, zip(latencies, lines, ids))]
         # backslashreplace: a lone surrogate from the input ("\ud800") is written back as the
         # same JSON escape instead of crashing the run.
         return cls(("\n".join(texts) + "\n").encode("utf-8", "backslashreplace"), len(texts),
