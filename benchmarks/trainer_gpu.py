@@ -20,19 +20,8 @@ from pathlib import Path
 
 
 def build_model(path: Path) -> str:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from rlvr.trainer.tiny import _tokenizer
-    tok = _tokenizer()
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=576, intermediate_size=1536,
-                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
-                         max_position_embeddings=2048, bos_token_id=tok.bos_token_id,
-                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                         tie_word_embeddings=True)
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
+    from rlvr.trainer.tiny import build_tiny_model
+    return build_tiny_model(path, layers=30, hidden=576, heads=9, kv_heads=3, intermediate=1536)
 
 
 def seconds_per_step(model: str, out: Path, share_prefix: bool, args) -> dict:

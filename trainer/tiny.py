@@ -37,14 +37,17 @@ def _tokenizer():
 
 
 def build_tiny_model(path: str | Path, layers: int = 2, hidden: int = 32, heads: int = 2,
-                     seed: int = 0) -> str:
-    """Write a random `layers`-layer Llama and its char tokenizer to `path`; return the path."""
+                     seed: int = 0, kv_heads: int | None = None,
+                     intermediate: int | None = None) -> str:
+    """Write a random `layers`-layer Llama and its char tokenizer to `path`; return the path.
+    (Any size: benchmarks/trainer_gpu.py builds SmolLM2-135M's shape with it.)"""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
     tok = _tokenizer()
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=hidden,
+                         intermediate_size=intermediate or 2 * hidden,
                          num_hidden_layers=layers, num_attention_heads=heads,
-                         num_key_value_heads=heads, max_position_embeddings=2048,
+                         num_key_value_heads=kv_heads or heads, max_position_embeddings=2048,
                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                          pad_token_id=tok.pad_token_id, tie_word_embeddings=True)
     with torch.random.fork_rng():
