@@ -12,7 +12,7 @@ from rlvr.core import INFRA_ERROR, OK, UNPARSED, Task
 from rlvr.sandbox import Limits, RunResult
 from rlvr.verifiers.code import (CodeReward, CodeTests, TestCase, compare_stdout, compare_values,
                                  extract_code)
-from test_sandbox_support import make_sandbox
+from sandbox_support import make_sandbox
 
 
 @pytest.fixture(scope="module", params=["process", "docker"])

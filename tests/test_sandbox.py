@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rlvr.sandbox import Limits, RunResult
-from test_sandbox_support import (CANARY, ENV_CANARY, TEST_LIMITS, make_sandbox,
-                                  sandbox_processes, sandbox_shm_segments)
+from sandbox_support import (CANARY, ENV_CANARY, TEST_LIMITS, make_sandbox,
+                             sandbox_processes, sandbox_shm_segments)
 
 
 @pytest.fixture(scope="module", params=["process", "docker"])
