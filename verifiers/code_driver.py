@@ -102,13 +102,27 @@ class _Channel:
             data = data[os.write(self.fd, data):]
 
 
+def load_solution(path="solution.py"):
+    """The solution as a real module, `solution`, registered in sys.modules before it runs.
+
+    A plain dict namespace breaks pickling of anything the solution defines
+    (`multiprocessing.Pool().map(_sq, ...)` fails with "it's not the same object as
+    solution._sq"): pickle finds functions by module name and attribute. A module from the file,
+    in sys.modules under its name, is what `import solution` would give, so pickling by
+    reference works, in forked children and (the work dir is on sys.path) in spawned ones.
+    """
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("solution", os.path.abspath(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["solution"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_functions(spec, chan):
     try:
-        with open("solution.py") as f:
-            source = f.read()
-        namespace = {"__name__": "solution", "__builtins__": __builtins__}
-        exec(compile(source, "solution.py", "exec"), namespace)
-        fn = namespace.get(spec["entry_point"])
+        module = load_solution()
+        fn = getattr(module, spec["entry_point"], None)
         if not callable(fn):
             raise NameError(f"the solution defines no function {spec['entry_point']!r}")
     except BaseException as exc:  # noqa: BLE001 -- SystemExit included: report and stop
