@@ -21,7 +21,7 @@ import random
 import time
 
 from rlvr.core import Task
-from rlvr.registry import load_env
+from rlvr.envs.registry import load_env
 from rlvr.verifiers.reward_model import RewardModel, render_pair
 
 

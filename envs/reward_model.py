@@ -13,7 +13,7 @@ ignores, until `rlvr score --reward-model` reads prompt/completion rows directly
 from __future__ import annotations
 
 from rlvr.core import Task
-from rlvr.registry import load_env, register_env
+from rlvr.envs.registry import load_env, register_env
 from rlvr.verifiers.reward_model import RewardModel
 
 from .base import Environment, RowSource

@@ -10,10 +10,10 @@ _EXPORTS = {
     "Task": "rlvr.core", "Completion": "rlvr.core", "Verdict": "rlvr.core",
     "Reward": "rlvr.core", "BaseReward": "rlvr.core", "FunctionReward": "rlvr.core",
     "WeightedSum": "rlvr.core", "reward": "rlvr.core", "STATUSES": "rlvr.core",
-    "register_env": "rlvr.registry", "load_env": "rlvr.registry", "list_envs": "rlvr.registry",
-    "check_env": "rlvr.registry", "EnvContractError": "rlvr.registry",
+    "register_env": "rlvr.envs.registry", "load_env": "rlvr.envs.registry", "list_envs": "rlvr.envs.registry",
+    "check_env": "rlvr.envs.registry", "EnvContractError": "rlvr.envs.registry",
     "Environment": "rlvr.envs.base", "RowSource": "rlvr.envs.base",
-    "WorkerPool": "rlvr.pool", "Factory": "rlvr.pool", "PooledReward": "rlvr.pooled",
+    "WorkerPool": "rlvr.pool", "Factory": "rlvr.pool", "PooledReward": "rlvr.pooled_reward",
     "score_file": "rlvr.scoring", "ScoreConfig": "rlvr.scoring",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]

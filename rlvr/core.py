@@ -115,6 +115,13 @@ class BaseReward:
     """
     name: str = "reward"
     version: str = "1"
+    max_verify_s: float = 0.0
+    """The longest one verification may legitimately take, in seconds, including the limits of
+    any program it runs (a code reward: the sandbox's wall limit times its runs, plus start-up);
+    0 for rewards with no limits of their own (a rule-based check of the text).
+    Outer deadlines (`rlvr score`, the trainer's pool) are derived from it, so a program that
+    stalls is stopped by its own limit and scored 0 before any outer deadline can call it a
+    `timeout`."""
 
     def _score(self, task: Task, completion: Completion) -> Verdict:
         raise NotImplementedError(f"{type(self).__name__} must implement _score")
@@ -231,6 +238,9 @@ class WeightedSum(BaseReward):
             raise ValueError(f"component names must be unique, got {names}")
         self.name = name
         self.version = "+".join(f"{r.name}@{r.version}" for r, _ in self.parts)
+        # the parts run one after another
+        self.max_verify_s = sum(getattr(r, "max_verify_s", BaseReward.max_verify_s)
+                                for r, _ in self.parts)
 
     def required_fields(self) -> set[str]:
         out = set()

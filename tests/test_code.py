@@ -238,7 +238,7 @@ def test_code_env_reward_runs_through_the_worker_pool():
     """Outside a pool worker the env's reward is pooled (hard deadline); inside, direct."""
     from rlvr import load_env
     from rlvr.pool import WorkerPool
-    from rlvr.pooled import PooledReward
+    from rlvr.pooled_reward import PooledReward
     env = load_env("code", check=False)
     reward = env.rewards[0][0]
     assert isinstance(reward, PooledReward)

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from rlvr import PooledReward, Task
+from rlvr.envs.registry import pooled_env_reward
 from rlvr.pool import Factory, WorkerPool
 from rewards_for_tests import KillsWorker, Raises, Sleepy
 
@@ -151,8 +152,8 @@ def test_pooled_reward_for_a_registered_env_by_name(pool):
     env = load_env("test-hang")
     tasks = env.sample(3)
     # build the environment in the workers first (imports can take seconds on a busy machine)
-    PooledReward.for_env(env, deadline_s=60, pool=pool).score_batch(tasks[:2], ["x", "y"])
-    r = PooledReward.for_env(env, deadline_s=DEADLINE, pool=pool)
+    pooled_env_reward(env, deadline_s=60, pool=pool).score_batch(tasks[:2], ["x", "y"])
+    r = pooled_env_reward(env, deadline_s=DEADLINE, pool=pool)
     verdicts = r.score_batch(tasks, [env.gold(tasks[0]), "hang", "<answer>-1</answer>"])
     assert [(v.status, v.score) for v in verdicts] == [("ok", 1.0), ("timeout", 0.0), ("ok", 0.0)]
 

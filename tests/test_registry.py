@@ -6,7 +6,7 @@ import pytest
 
 import rlvr
 from rlvr import Environment, EnvContractError, RowSource, Task, load_env, register_env, reward
-from rlvr.registry import UnknownEnvError
+from rlvr.envs.registry import UnknownEnvError
 from rlvr.verifiers import NumericMatch
 
 TASKS = [Task(f"q{i}", prompt=f"{i}+1?", answer=str(i + 1)) for i in range(4)]
@@ -187,8 +187,8 @@ def test_builtin_module_table_matches_what_the_modules_register():
 def test_a_worker_rebuilding_one_environment_imports_only_its_module():
     import subprocess
     import sys
-    code = ("import sys; from rlvr.registry import env_reward; "
-            "env_reward('arithmetic', {}, 'rlvr.envs.arithmetic'); "
+    code = ("import sys; from rlvr.envs.registry import build_env; "
+            "build_env('arithmetic', {}, 'rlvr.envs.arithmetic'); "
             "print(sorted(m for m in ('sympy', 'rlvr.envs.math', 'rlvr.envs.code', 'torch') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from rlvr.cli import main  # noqa: E402
 from rlvr.core import Task  # noqa: E402
-from rlvr.registry import load_env  # noqa: E402
+from rlvr.envs.registry import load_env  # noqa: E402
 from rlvr.trainer.preferences import MakePrefsConfig, make_preferences  # noqa: E402
 from rlvr.trainer.reward_model import (TrainRMConfig, read_preferences,  # noqa: E402
                                        split_holdout, to_pair, train_reward_model)

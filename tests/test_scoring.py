@@ -14,7 +14,9 @@ from rlvr import Completion, Environment, RowSource, ScoreConfig, Task, load_env
     score_file
 from rlvr.cli import main as cli_main
 from rlvr.core import BaseReward
-from rlvr.scoring import ScoreSummary, _ChunkSizer, _json_encoder, _Scored
+from rlvr.scoring import ScoreSummary
+from rlvr.scoring.summary import UNSCORED
+from rlvr.scoring.run import _ChunkSizer, _json_encoder, _Scored
 from rlvr.verifiers import NumericMatch
 
 
@@ -115,7 +117,25 @@ def test_hung_row_is_a_timeout_row_and_neighbours_survive(tmp_path):
     got = read_out(out)
     assert [r["status"] for r in got] == ["ok", "ok", "timeout", "ok", "ok"]
     assert [r["score"] for r in got] == [1.0, 1.0, 0.0, 1.0, 0.0]
-    assert summary.by_status["timeout"] == 1 and summary.error_rows == 0
+    # a failed row is never hidden: it counts as failed (exit 3), as 0 in the all-rows mean,
+    # and its reason is listed
+    assert summary.by_status["timeout"] == 1 and summary.error_rows == 1
+    assert summary.mean_score == 3 / 4 and summary.mean_all_rows == 3 / 5
+    text = summary.render()
+    assert "0.7500 over 4 scored rows; 0.6000 over all 5 rows with the 1 failed rows" in text
+    assert "1 x timeout: no result within 1s" in text
+
+
+def test_cli_exits_3_on_a_timeout_row_and_lists_its_reason(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "t0", "completion": "hang"}) + "\n"
+                   + json.dumps({"id": "t1", "completion": "<answer>2</answer>"}) + "\n")
+    code = cli_main(["score", "--env", "test-hang", str(src), "-o", str(tmp_path / "out.jsonl"),
+                     "--deadline", "1", "--workers", "1", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "1.0000 over 1 scored rows; 0.5000 over all 2 rows" in out
+    assert "1 x timeout: no result within 1s" in out
 
 
 def test_parquet_and_datasets_inputs(tmp_path):
@@ -215,13 +235,13 @@ def test_a_chunk_keeps_per_row_deadlines_and_is_rescored_around_a_hung_row():
     # well inside it), a row that hangs, 2 quick rows. Only the hung row may time out; the rows
     # before it are scored again by a fresh worker, the rows after it once, all in order.
     from rlvr.pool import Factory, WorkerPool
-    from rlvr.registry import _entry
-    from rlvr.scoring import _build_context, _run_chunk, _RowSpec
+    from rlvr.envs.registry import env_module
+    from rlvr.scoring.run import _build_context, _run_chunk, _RowSpec
     env = load_env("test-slow-rows")
     spec = _RowSpec("id", "completion", "answer", {"rlvr": "0.1.0", "env": "test-slow-rows@1"},
                     env.reward.version)
     context = Factory(_build_context, {"env_name": "test-slow-rows", "env_args": {},
-                                       "module": _entry("test-slow-rows").module, "spec": spec})
+                                       "module": env_module("test-slow-rows"), "spec": spec})
     texts = ["sleep 0.25 <answer>0</answer>"] * 4 + ["hang", "<answer>0</answer>", "<answer>1</answer>"]
     raws = [json.dumps({"id": "t0", "completion": t}) + "\n" for t in texts]
     with WorkerPool(1) as pool:
@@ -295,15 +315,18 @@ def test_json_encoder_writes_what_json_dumps_writes():
 
 
 def test_chunk_summaries_fold_to_the_row_by_row_summary():
-    # (text, status, score, latency, id): ties in latency, unscored statuses, a None score
-    results = [("{}", st, sc, lat, f"r{i}") for i, (st, sc, lat) in enumerate([
+    # (text, status, score, latency, id, reason): ties in latency, unscored statuses, a None
+    # score; unscored rows carry a reason (with the line prefix the summary strips)
+    results = [("{}", st, sc, lat, f"r{i}",
+                f"line {11 + i}: broke" if st in UNSCORED else None)
+               for i, (st, sc, lat) in enumerate([
         ("ok", 1.0, 0.5), ("ok", 0.1, 0.2), ("timeout", 0.0, 2.0), ("unparsed", 0.0, 0.5),
         ("error", 0.0, 0.5), ("ok", 0.3, 0.7), ("gold_unparseable", 0.0, 0.1),
         ("ok", None, 0.5), ("ok", 0.7, 0.01), ("infra_error", 0.0, 0.5)])]
     lines = range(11, 21)
     by_row, by_chunk = ScoreSummary(), ScoreSummary()
-    for line, (_, st, sc, lat, row_id) in zip(lines, results):
-        by_row.add(st, sc, lat, line, row_id)
+    for line, (_, st, sc, lat, row_id, reason) in zip(lines, results):
+        by_row.add(st, sc, lat, line, row_id, reason)
     for lo, hi in ((0, 4), (4, 5), (5, 10)):
         part = _Scored.of(lines[lo:hi], results[lo:hi])
         assert part.data == b"{}\n" * (hi - lo)
@@ -316,6 +339,9 @@ def test_chunk_summaries_fold_to_the_row_by_row_summary():
                               "error": 1, "infra_error": 1}
     # slowest: 2.0 (line 13), 0.7 (16), then the 0.5 ties by line: 20, 18, 15
     assert [s["line"] for s in d["slowest"]] == [13, 16, 20, 18, 15]
+    assert d["failed_rows"] == 4 and d["mean_score_all_rows"] == pytest.approx(0.21)
+    assert d["top_failures"] == {"timeout: broke": 1, "error: broke": 1,
+                                 "gold_unparseable: broke": 1, "infra_error: broke": 1}
 
 
 def test_chunk_sizes_double_up_to_about_50ms_of_rows_in_whole_batches():

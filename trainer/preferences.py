@@ -170,7 +170,7 @@ def _pairs_for(task: Task, completions: list, verdicts: list, cfg: MakePrefsConf
 
 def make_preferences(cfg: MakePrefsConfig) -> MakePrefsSummary:
     """Write (correct, incorrect) pairs per prompt to `cfg.output`; return what happened."""
-    from rlvr.registry import load_env
+    from rlvr.envs.registry import load_env
     env = load_env(cfg.env, **cfg.env_args)
     summary = MakePrefsSummary()
     if cfg.completions:

@@ -64,7 +64,7 @@ class _BatchScorer:
         self.env = env
         self.reward = env.reward
         if deadline_s is not None:
-            from rlvr.pooled import PooledReward
+            from rlvr.pooled_reward import PooledReward
             self.reward = PooledReward(env.reward, deadline_s=deadline_s)
         self._key: tuple | None = None
         self._verdicts: list[Verdict] = []

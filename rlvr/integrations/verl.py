@@ -23,7 +23,7 @@ __all__ = ["compute_score"]
 
 @lru_cache(maxsize=32)
 def _env(name: str, args_json: str):
-    from rlvr.registry import load_env
+    from rlvr.envs.registry import load_env
     return load_env(name, **json.loads(args_json))
 
 

@@ -39,8 +39,8 @@ def _report(report) -> int:
 
 
 def _plot(args) -> int:
-    from rlvr.cli import UsageError
-    from .plots import plot_run
+    from rlvr.usage import UsageError
+    from rlvr.trainer.plots import plot_run
     try:
         return _report(plot_run(args.run_dir, args.out))
     except FileNotFoundError as exc:
@@ -48,8 +48,8 @@ def _plot(args) -> int:
 
 
 def _compare(args) -> int:
-    from rlvr.cli import UsageError
-    from .plots import compare_runs
+    from rlvr.usage import UsageError
+    from rlvr.trainer.plots import compare_runs
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     try:
         return _report(compare_runs(args.run_dirs, args.out, names))

@@ -2,7 +2,8 @@
 
 This is how CPU-heavy or untrusted verification is called from the trainer and from `rlvr score`:
 the reward runs in a worker process, and a call that hangs becomes a `timeout` verdict while the
-pool replaces the worker and keeps serving.
+pool replaces the worker and keeps serving. (An environment's reward rebuilt by name in each
+worker: `rlvr.envs.registry.pooled_env_reward`.)
 """
 from __future__ import annotations
 
@@ -11,17 +12,29 @@ from typing import Sequence
 from .core import ERROR, INFRA_ERROR, TIMEOUT, BaseReward, Completion, Task, Verdict, as_completion
 from .pool import Factory, WorkerPool, default_pool
 
-__all__ = ["PooledReward"]
+__all__ = ["PooledReward", "derive_deadline", "DEADLINE_FLOOR_S"]
+
+DEADLINE_FLOOR_S = 10.0
+"""The shortest outer deadline: generous for rewards that declare under a second."""
 
 
-def _env_reward(name: str, env_args: dict, module: str | None):
-    from .registry import env_reward
-    return env_reward(name, env_args, module).reward
+def derive_deadline(reward, requested: float | None = None) -> float:
+    """The outer (pool) deadline for one verification by `reward`.
 
-
-def _score_pair(reward, pair) -> Verdict:
-    task, completion = pair
-    return reward.score(task, completion)
+    Whoever caused a failure owns the verdict: a program that stalls must be stopped by its own
+    sandbox limit and scored 0, never reach this deadline and become an unscored `timeout`. So the
+    deadline is derived from the reward's declared `max_verify_s` with margin (start-up, clean-up,
+    a loaded machine); a requested deadline that does not exceed the declared time is refused
+    rather than obeyed (it would turn the program's own limit into the verifier's timeout)."""
+    declared = getattr(reward, "max_verify_s", BaseReward.max_verify_s)
+    if requested is None:
+        return max(DEADLINE_FLOOR_S, 1.5 * declared + 5.0)
+    if requested <= declared:
+        raise ValueError(f"a deadline of {requested:g} s would undercut the reward's own limits "
+                         f"({getattr(reward, 'name', 'reward')} may take up to {declared:g} s); "
+                         f"use more than that, or leave it unset to get "
+                         f"{max(DEADLINE_FLOOR_S, 1.5 * declared + 5.0):g} s")
+    return requested
 
 
 class PooledReward(BaseReward):
@@ -34,32 +47,18 @@ class PooledReward(BaseReward):
     """
 
     def __init__(self, reward, *, deadline_s: float = 10.0, pool: WorkerPool | None = None,
-                 name: str | None = None, version: str | None = None):
+                 name: str | None = None, version: str | None = None,
+                 required: set[str] | None = None):
         self.factory = reward if isinstance(reward, Factory) else Factory.of(reward)
         self.deadline_s = deadline_s
         self._pool = pool
         self.name = name or getattr(reward, "name", "pooled")
         self.version = version or getattr(reward, "version", "1")
-        self._required = (reward.required_fields() if hasattr(reward, "required_fields")
-                          else set())
+        if required is None:
+            required = reward.required_fields() if hasattr(reward, "required_fields") else set()
+        self._required = set(required)
         self.learned = getattr(reward, "learned", False)   # the registry's contract reads it
-
-    @classmethod
-    def for_env(cls, env, *, deadline_s: float = 10.0, env_args: dict | None = None,
-                pool: WorkerPool | None = None, registered_as: str | None = None
-                ) -> "PooledReward":
-        """The reward of registered environment `env` (an Environment or its name), rebuilt
-        inside each worker by name -- so it works even when the environment can't be pickled.
-        `registered_as` is the registry name when it differs from `env.name`."""
-        from .registry import _entry
-        name = registered_as or (env if isinstance(env, str) else env.name)
-        factory = Factory(_env_reward, {"name": name, "env_args": env_args or {},
-                                        "module": _entry(name).module})
-        reward = None if isinstance(env, str) else env.reward
-        out = cls(factory, deadline_s=deadline_s, pool=pool, name=name,
-                  version=reward.version if reward else "1")
-        out._required = reward.required_fields() if reward else set()
-        return out
+        self.max_verify_s = getattr(reward, "max_verify_s", BaseReward.max_verify_s)
 
     @property
     def pool(self) -> WorkerPool:

@@ -1,18 +1,4 @@
-"""Offline scoring: `rlvr score --env NAME INPUT -o OUTPUT`.
-
-A file of (task, completion) rows -> one output row per input row, through the same Reward
-objects and worker pool the trainer uses. Properties that matter on a million rows:
-
-- **streams**: rows are read, scored and written in chunks, a few at a time, so memory stays
-  flat;
-- **parallel and cheap on IPC**: workers get chunks of raw lines (each about 50 ms of work) and
-  send back the finished output bytes and a few counts, so this process does no per-row work;
-  the deadline still applies to each row (`rlvr.pool.mark_step`);
-- **resumable**: output rows are written in input order and carry their input `line`; a rerun
-  after a kill truncates a half-written last line and continues after the last finished line;
-- **nothing lost**: a malformed row becomes an error row with its line number, a hung row a
-  timeout row; neither stops the run.
-"""
+"""Scoring a file of rows: read in chunks, score in the pool, write in input order, resume."""
 from __future__ import annotations
 
 import heapq
@@ -22,18 +8,21 @@ import sys
 import time
 from array import array
 from collections import Counter, deque
-from dataclasses import asdict, dataclass, field
-from functools import reduce
 from itertools import islice
-from operator import add
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from . import __version__
-from .core import ERROR, GOLD_UNPARSEABLE, INFRA_ERROR, STATUSES, TIMEOUT, Completion, Verdict
-from .pool import Factory, WorkerPool, mark_step
+from rlvr import __version__
+from rlvr.core import ERROR, INFRA_ERROR, TIMEOUT, Completion, Verdict
+from rlvr.envs.registry import build_env, env_module, load_env
+from rlvr.pool import Factory, WorkerPool, mark_step
+from rlvr.pooled_reward import derive_deadline
+from rlvr.rows import count_rows, input_kind, iter_rows, open_lines
 
-__all__ = ["ScoreConfig", "ScoreSummary", "score_file", "add_parser"]
+from .summary import UNSCORED, ScoreSummary, failure_key
+
+__all__ = ["ScoreConfig", "score_file", "resolve"]
 
 
 @dataclass
@@ -48,100 +37,35 @@ class ScoreConfig:
     env_args: dict = field(default_factory=dict)
     """Keyword arguments for the environment factory."""
     id_field: str = "id"
+    """Field holding the task id (looked up in the environment when a row has no gold)."""
     completion_field: str = "completion"
+    """Field holding the completion text."""
     answer_field: str = "answer"
     """Gold answer field; rows without it are looked up by task id in the environment."""
     split: str = "train"
     """Split to read when the input is a `datasets` dataset."""
-    workers: int = 2
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     """Worker processes (0 = score in this process, without deadlines: for debugging)."""
-    deadline_s: float = 10.0
-    """Hard wall-clock limit per row; past it the row is a `timeout` and its worker is replaced."""
+    deadline_s: float | None = None
+    """Hard wall-clock limit per row; past it the row is a `timeout` and its worker is replaced.
+    Unset: derived from the environment's declared longest verification (`max_verify_s`); a
+    value below that is refused, so a program's own limits always fire first."""
     block_rows: int = 4096
     """Most rows sent to a worker in one chunk (chunks size themselves to about 50 ms of work
     below that). Memory is proportional to this, not to the input."""
-    batch_rows: int = 1
-    """Rows per reward call. Above 1, `score_batch` sees them together (reward models batch on
-    the accelerator) and the deadline applies to the whole batch."""
+    batch_rows: int | None = None
+    """Rows per reward call (unset: 1, or 32 for the reward-model environment). Above 1,
+    `score_batch` sees them together (reward models batch on the accelerator) and the deadline
+    applies to the whole batch."""
     backend: str = "process"
-    """Where rows are scored: 'process' (a local worker pool) or 'ray' (Ray actors)."""
+    """Where rows are scored: 'process' (a local worker pool) or 'ray' (Ray actors; pip install
+    'rlvr[ray]')."""
     ray_address: str | None = None
     """Ray cluster to join with the 'ray' backend; None starts a local Ray instance."""
     resume: bool = True
     """Continue a previous run's output instead of refusing to touch it."""
     progress: bool = True
-
-
-# Statuses whose score does not count towards the mean.
-_UNSCORED = frozenset({ERROR, INFRA_ERROR, TIMEOUT, GOLD_UNPARSEABLE})
-
-
-def _keep_slowest(heap: list, item: tuple, n: int = 5) -> None:
-    """Keep the `n` largest (latency, line, id) items in the min-heap `heap`."""
-    if len(heap) < n:
-        heapq.heappush(heap, item)
-    elif item > heap[0]:
-        heapq.heapreplace(heap, item)
-
-
-@dataclass
-class ScoreSummary:
-    rows: int = 0
-    resumed_rows: int = 0
-    by_status: Counter = field(default_factory=Counter)
-    score_sum: float = 0.0
-    scored: int = 0
-    latencies: array = field(default_factory=lambda: array("d"))
-    slowest: list = field(default_factory=list)   # min-heap of (latency, line, id)
-
-    def add(self, status: str, score: float | None, latency: float, line: int, row_id) -> None:
-        self.rows += 1
-        self.by_status[status] += 1
-        if status not in _UNSCORED and score is not None:
-            self.score_sum += score
-            self.scored += 1
-        self.latencies.append(latency)
-        _keep_slowest(self.slowest, (latency, line, str(row_id)))
-
-    def merge(self, part: "_Scored") -> None:
-        """Fold in a run of rows summarised by a worker: the same totals as `add` per row."""
-        self.rows += part.rows
-        self.by_status.update(part.by_status)
-        self.score_sum = reduce(add, part.scores, self.score_sum)   # same order as row by row
-        self.scored += len(part.scores)
-        self.latencies.extend(part.latencies)
-        for item in part.slowest:
-            _keep_slowest(self.slowest, item)
-
-    @property
-    def mean_score(self) -> float | None:
-        return self.score_sum / self.scored if self.scored else None
-
-    @property
-    def error_rows(self) -> int:
-        return self.by_status[ERROR] + self.by_status[INFRA_ERROR]
-
-    def to_dict(self) -> dict:
-        ordered = sorted(self.latencies)        # sorted once for both percentiles
-        pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0  # noqa: E731
-        return {"rows": self.rows, "resumed_rows": self.resumed_rows,
-                "mean_score": self.mean_score, "scored_rows": self.scored,
-                "by_status": {s: self.by_status[s] for s in STATUSES if self.by_status[s]},
-                "latency_p50_s": pick(0.5), "latency_p99_s": pick(0.99),
-                "slowest": [{"line": ln, "id": i, "latency_s": lat}
-                            for lat, ln, i in sorted(self.slowest, reverse=True)]}
-
-    def render(self) -> str:
-        d = self.to_dict()
-        mean = "n/a" if d["mean_score"] is None else f"{d['mean_score']:.4f}"
-        lines = [f"rows: {d['rows']} ({d['resumed_rows']} from an earlier run)",
-                 f"mean score: {mean} over {d['scored_rows']} scored rows",
-                 "status: " + ", ".join(f"{k}={v}" for k, v in d["by_status"].items()),
-                 f"latency p50: {d['latency_p50_s'] * 1e3:.2f} ms, "
-                 f"p99: {d['latency_p99_s'] * 1e3:.2f} ms",
-                 "slowest: " + ", ".join(f"line {s['line']} ({s['latency_s'] * 1e3:.1f} ms)"
-                                         for s in d["slowest"])]
-        return "\n".join(lines)
+    """Show a progress bar on stderr."""
 
 
 # --------------------------------------------------------------------------- reading
@@ -149,22 +73,19 @@ class ScoreSummary:
 class _ChunkReader:
     """Hands out the input as chunks of non-blank rows: (line numbers, raw rows).
 
-    JSONL lines are taken with `islice` (no per-line Python work in this process); the line
-    numbers of a chunk without blank lines travel as a `range`. Blank lines are skipped, but
-    they keep their number, so `line` is always the input's own line number.
+    JSONL lines are taken raw with `islice` (no per-line Python work in this process; workers
+    parse them); the line numbers of a chunk without blank lines travel as a `range`. Blank
+    lines are skipped, but they keep their number, so `line` is always the input's own line
+    number. Other formats come parsed from `rlvr.rows.iter_rows`.
     """
 
     def __init__(self, cfg: ScoreConfig, start_after: int):
-        path = Path(cfg.input)
         self._file = None
-        if path.is_file() and path.suffix not in (".parquet", ".pq"):
-            self._file = open(path, "r", encoding="utf-8", errors="replace")
-            deque(islice(self._file, start_after), maxlen=0)     # skip what is already scored
+        if input_kind(cfg.input) == "jsonl":
+            self._file = open_lines(cfg.input, start_after)
             self._next = start_after + 1
-        elif path.is_file():
-            self._rows = _table_rows(path, start_after)
         else:
-            self._rows = _dataset_rows(cfg.input, cfg.split, start_after)
+            self._rows = iter_rows(cfg.input, cfg.split, start_after)
 
     def take(self, n: int) -> tuple[Sequence[int], list] | None:
         """The next `n` rows (fewer at the end of the input); None when there are none left."""
@@ -189,43 +110,6 @@ class _ChunkReader:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-
-
-def _table_rows(path: Path, start_after: int) -> Iterator[tuple[int, Any]]:
-    import pyarrow.parquet as pq
-    n = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
-        if n + batch.num_rows <= start_after:
-            n += batch.num_rows
-            continue
-        for row in batch.to_pylist():
-            n += 1
-            if n > start_after:
-                yield n, row
-
-
-def _dataset_rows(source: str, split: str, start_after: int) -> Iterator[tuple[int, Any]]:
-    import datasets
-    if Path(source).is_dir():
-        ds = datasets.load_from_disk(source)
-        if isinstance(ds, datasets.DatasetDict):
-            ds = ds[split]
-    else:  # a hub id (the real path); streamed so memory stays flat
-        ds = datasets.load_dataset(source, split=split, streaming=True)
-    for n, row in enumerate(ds, start=1):
-        if n > start_after:
-            yield n, row
-
-
-def count_rows(cfg: ScoreConfig) -> int | None:
-    path = Path(cfg.input)
-    if path.is_file() and path.suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-        return pq.ParquetFile(path).metadata.num_rows
-    if path.is_file():
-        with open(path, "rb") as f:
-            return sum(1 for raw in f if raw.strip())
-    return None
 
 
 # --------------------------------------------------------------------------- scoring rows
@@ -320,7 +204,9 @@ class _RowScorer:
                              "status": verdict.status, "extracted": verdict.extracted,
                              "reason": verdict.reason, "latency_s": round(verdict.latency_s, 6),
                              "components": verdict.components, "versions": versions})
-        return text, verdict.status, verdict.score, verdict.latency_s, row.get(self.spec.id_field)
+        reason = verdict.reason if verdict.status in UNSCORED else None
+        return (text, verdict.status, verdict.score, verdict.latency_s,
+                row.get(self.spec.id_field), reason)
 
 
 def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
@@ -370,14 +256,15 @@ class _Scored:
     latencies: array
     slowest: list             # at most 5 (latency, line, id), as in ScoreSummary
     seconds: float = 0.0      # time spent scoring them (sizes the next chunks)
+    failures: dict = field(default_factory=dict)   # "status: reason" -> rows, unscored rows only
 
     @classmethod
     def of(cls, lines: Sequence[int], results: list[tuple], seconds: float = 0.0) -> "_Scored":
-        """From per-row results (text, status, score, latency, id), with C-speed steps only:
-        a few passes over the chunk cost less than bookkeeping row by row."""
+        """From per-row results (text, status, score, latency, id, reason), with C-speed steps
+        only: a few passes over the chunk cost less than bookkeeping row by row."""
         if not results:
             return cls(b"", 0, {}, [], array("d"), [], seconds)
-        texts, statuses, scores, latencies, ids = zip(*results)
+        texts, statuses, scores, latencies, ids, reasons = zip(*results)
         latencies = array("d", latencies)
         # (latency, line) decide the order; lines are unique, so ids are never compared
         slowest = [(lat, line, str(i))
@@ -386,8 +273,10 @@ class _Scored:
         # same JSON escape instead of crashing the run.
         return cls(("\n".join(texts) + "\n").encode("utf-8", "backslashreplace"), len(texts),
                    dict(Counter(statuses)),
-                   [x for st, x in zip(statuses, scores) if st not in _UNSCORED and x is not None],
-                   latencies, slowest, seconds)
+                   [x for st, x in zip(statuses, scores) if st not in UNSCORED and x is not None],
+                   latencies, slowest, seconds,
+                   dict(Counter(failure_key(st, r) for st, r in zip(statuses, reasons)
+                                if r is not None)))
 
 
 def _score_chunk(scorer: _RowScorer, chunk: tuple) -> _Scored:
@@ -409,16 +298,15 @@ def _score_chunk(scorer: _RowScorer, chunk: tuple) -> _Scored:
 
 
 def _build_context(env_name: str, env_args: dict, module: str | None, spec: _RowSpec):
-    from .registry import env_reward
-    return _RowScorer(spec, env_reward(env_name, env_args, module))
+    return _RowScorer(spec, build_env(env_name, env_args, module))
 
 
 # --------------------------------------------------------------------------- the run
 
 def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary:
     """Score `cfg.input` into `cfg.output`; returns the summary (also of resumed rows)."""
-    from .registry import _entry, load_env
-    module = _entry(cfg.env).module           # an unknown name fails here, before any worker
+    module = env_module(cfg.env)          # an unknown name fails here, before any worker
+    input_kind(cfg.input)                 # so does an input that does not exist or can't be read
     own_pool = pool is None and cfg.workers > 0
     pool = _make_pool(cfg) if own_pool else pool
     bar = scored = None
@@ -426,13 +314,14 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
         if own_pool and hasattr(pool, "start"):
             pool.start()    # workers boot while this process loads and checks the environment
         env = load_env(cfg.env, **cfg.env_args)   # contract-checked once, in this process
+        cfg = resolve(cfg, env)
         spec = _RowSpec(cfg.id_field, cfg.completion_field, cfg.answer_field,
                         {"rlvr": __version__, "env": f"{env.name}@{env.version}"},
                         env.reward.version, cfg.batch_rows)
         out_path = Path(cfg.output)
         summary = ScoreSummary()
         done_line = _prepare_output(cfg, out_path, summary)
-        bar = _progress(cfg, count_rows(cfg) if cfg.progress else None, summary.rows)
+        bar = _progress(cfg, count_rows(cfg.input) if cfg.progress else None, summary.rows)
         if pool is None:
             scored = _in_process(cfg, _RowScorer(spec, env), done_line)
         else:
@@ -456,11 +345,19 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
     return summary
 
 
+def resolve(cfg: ScoreConfig, env) -> ScoreConfig:
+    """Fill in what depends on the environment: the deadline (derived from its rewards' declared
+    longest verification, never below it) and rows per reward call (32 for learned rewards)."""
+    learned = any(getattr(r, "learned", False) for r, _ in env.rewards)
+    return replace(cfg, deadline_s=derive_deadline(env.reward, cfg.deadline_s),
+                   batch_rows=cfg.batch_rows or (32 if learned else 1))
+
+
 def _make_pool(cfg: ScoreConfig):
     if cfg.backend == "process":
         return WorkerPool(cfg.workers)
     if cfg.backend == "ray":
-        from .ray_backend import RayPool
+        from rlvr.ray_backend import RayPool
         return RayPool(cfg.workers, address=cfg.ray_address)
     raise ValueError(f"unknown backend {cfg.backend!r}; use 'process' or 'ray'")
 
@@ -602,7 +499,7 @@ def _fold_existing(out_path: Path, summary: ScoreSummary) -> int:
             good_bytes += len(raw)
             last_line = row["line"]
             summary.add(row["status"], row.get("score"), row.get("latency_s", 0.0),
-                        last_line, row.get("id"))
+                        last_line, row.get("id"), row.get("reason"))
     if good_bytes != out_path.stat().st_size:
         with open(out_path, "r+b") as f:
             f.truncate(good_bytes)
@@ -615,92 +512,3 @@ def _progress(cfg: ScoreConfig, total: int | None, initial: int):
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, unit="row", desc=f"scoring {cfg.env}",
                 file=sys.stderr, dynamic_ncols=True)
-
-
-# --------------------------------------------------------------------------- CLI
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("score", help="score a file of completions with an environment's rewards",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("input", help="JSONL, Parquet, a saved `datasets` directory, or a hub dataset id")
-    p.add_argument("-o", "--output", required=True, help="output JSONL (resumed if it exists)")
-    p.add_argument("--env", help="environment name (see `rlvr envs list`)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="keyword argument for the environment factory (repeatable)")
-    p.add_argument("--reward-model", metavar="PATH",
-                   help="score with a learned reward model (local path or hub id); with --env, "
-                        "it is added to that environment's rewards")
-    p.add_argument("--rm-weight", type=float, default=1.0, help="the reward model's weight")
-    p.add_argument("--rm-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="RewardModel option, e.g. normalize=sigmoid (repeatable)")
-    p.add_argument("--batch-rows", type=int, default=None,
-                   help="rows per reward call (default 1; 32 with --reward-model)")
-    p.add_argument("--id-field", default="id")
-    p.add_argument("--completion-field", default="completion")
-    p.add_argument("--answer-field", default="answer")
-    p.add_argument("--split", default="train", help="split of a `datasets` input")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="worker processes (0: in this process, no deadlines)")
-    p.add_argument("--deadline", type=float, default=10.0, help="seconds allowed per row")
-    p.add_argument("--backend", choices=("process", "ray"), default="process",
-                   help="score in local worker processes, or on Ray actors (pip install 'rlvr[ray]')")
-    p.add_argument("--ray-address", default=None,
-                   help="Ray cluster address for --backend ray (default: start a local one)")
-    p.add_argument("--block-rows", type=int, default=4096,
-                   help="most rows sent to a worker at once (chunks size themselves to about "
-                        "50 ms of work below this)")
-    p.add_argument("--no-resume", action="store_true",
-                   help="refuse to continue an existing output file")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--summary-json", help="also write the summary to this JSON file")
-    p.set_defaults(func=cmd_score)
-
-
-def _resolve_env(args, parse_kv) -> tuple[str, dict]:
-    """--env and/or --reward-model -> (environment name, factory arguments)."""
-    from .cli import UsageError
-    if not args.env and not args.reward_model:
-        raise UsageError("give --env NAME, --reward-model PATH, or both")
-    env_args = parse_kv(args.env_arg)
-    if not args.reward_model:
-        return args.env, env_args
-    rm_args = {"path": args.reward_model, "weight": args.rm_weight, **parse_kv(args.rm_arg)}
-    if args.env:   # the environment's own rewards keep their weights beside the model
-        rm_args.update(base_env=args.env, base_env_args=env_args, verifier_weight=1.0)
-    return "reward-model", rm_args
-
-
-def cmd_score(args) -> int:
-    from .cli import EXIT_OK, EXIT_ROW_ERRORS, UsageError, parse_kv
-    from .registry import EnvContractError, UnknownEnvError
-    if args.workers < 0 or args.deadline <= 0 or args.block_rows < 1 \
-            or (args.batch_rows is not None and args.batch_rows < 1):
-        raise UsageError("--workers must be >= 0, --deadline > 0, --block-rows and "
-                         "--batch-rows >= 1")
-    env_name, env_args = _resolve_env(args, parse_kv)
-    path = Path(args.input)
-    if not path.exists() and ("/" not in args.input or args.input.startswith((".", "/"))):
-        raise UsageError(f"input {args.input!r} does not exist")
-    cfg = ScoreConfig(env=env_name, input=args.input, output=args.output,
-                      env_args=env_args, id_field=args.id_field,
-                      completion_field=args.completion_field, answer_field=args.answer_field,
-                      split=args.split, workers=args.workers, deadline_s=args.deadline,
-                      block_rows=args.block_rows, resume=not args.no_resume,
-                      batch_rows=args.batch_rows or (32 if args.reward_model else 1),
-                      backend=args.backend, ray_address=args.ray_address,
-                      progress=not args.no_progress)
-    if args.backend == "ray":
-        try:
-            from .ray_backend import require_ray
-            require_ray()
-        except ImportError as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        summary = score_file(cfg)
-    except (UnknownEnvError, EnvContractError, FileExistsError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    print(summary.render())
-    print(f"output: {cfg.output}")
-    if args.summary_json:
-        Path(args.summary_json).write_text(json.dumps(summary.to_dict(), indent=2))
-    return EXIT_ROW_ERRORS if summary.error_rows else EXIT_OK

@@ -25,9 +25,9 @@ def add_parser(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from rlvr.cli import UsageError
-    from .config import field_docs, load_config, parse_overrides
-    from .distributed import is_main_process, shutdown_distributed
+    from rlvr.usage import UsageError
+    from rlvr.trainer.config import field_docs, load_config, parse_overrides
+    from rlvr.trainer.distributed import is_main_process, shutdown_distributed
     if args.help_config:
         for name, typ, default, doc in field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
@@ -36,7 +36,7 @@ def _run(args) -> int:
         if args.resume:
             if args.config:
                 raise UsageError("--resume takes the run's saved config; pass overrides instead")
-            from .loop import Trainer
+            from rlvr.trainer.loop import Trainer
             overrides = parse_overrides(args.overrides)
             overrides.pop("preset", None)
             run_dir = Trainer.resume(args.resume, **overrides).train()
@@ -44,7 +44,7 @@ def _run(args) -> int:
             if args.config is not None and not args.config.exists():
                 raise UsageError(f"config file not found: {args.config}")
             cfg = load_config(args.config, args.overrides)
-            from .loop import Trainer
+            from rlvr.trainer.loop import Trainer
             run_dir = Trainer(cfg).train()
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
@@ -53,7 +53,7 @@ def _run(args) -> int:
     if not is_main_process():        # under torchrun, rank 0 reports and plots
         return 0
     print(f"run written to {run_dir}")
-    from .plots import plot_run   # the run's pictures, every time (rlvr plot RUN_DIR redoes them)
+    from rlvr.trainer.plots import plot_run   # the run's pictures, every time (rlvr plot RUN_DIR redoes them)
     report = plot_run(run_dir)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)

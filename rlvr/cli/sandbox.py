@@ -11,7 +11,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from .base import LANGUAGES, Limits, SandboxUnavailable
+from rlvr.sandbox.base import LANGUAGES, Limits, SandboxUnavailable
 
 _SUFFIXES = {".py": "python", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp"}
 
@@ -37,8 +37,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    from rlvr.cli import UsageError
-    from . import get_sandbox
+    from rlvr.usage import UsageError
+    from rlvr.sandbox import get_sandbox
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"no such file: {args.file}")
@@ -65,7 +65,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_build_image(args) -> int:
-    from .docker import build_image
+    from rlvr.sandbox.docker import build_image
     try:
         tag = build_image(force=args.force)
     except SandboxUnavailable as exc:

@@ -18,9 +18,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .core import FAILED_STATUSES, Task
+from rlvr.core import FAILED_STATUSES, Task
+from rlvr.pool import Factory
+from rlvr.pooled_reward import PooledReward
 
-__all__ = ["register_env", "load_env", "list_envs", "env_info", "check_env", "EnvContractError",
+from .base import Environment
+
+__all__ = ["register_env", "load_env", "list_envs", "env_info", "env_module", "build_env",
+           "pooled_env_reward", "check_env", "EnvContractError", "EnvArgumentError",
            "UnknownEnvError"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -29,6 +34,11 @@ JUNK = ("", "I don't know.", "<think>", "Lorem ipsum dolor sit amet, consectetur
 
 class EnvContractError(ValueError):
     """An environment broke the registry's contract; the message says what to fix."""
+
+
+class EnvArgumentError(TypeError):
+    """A missing or unknown argument for an environment factory; the message lists the
+    arguments the factory takes."""
 
 
 class UnknownEnvError(KeyError):
@@ -84,7 +94,8 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    importlib.import_module("rlvr.envs").register_builtins()
+    from rlvr.envs import register_builtins
+    register_builtins()
     from importlib.metadata import entry_points    # here: a pool worker rarely needs it
     for ep in entry_points(group="rlvr.envs"):
         obj = ep.load()
@@ -114,9 +125,9 @@ def load_env(name: str, *, check: bool = True, **kwargs: Any):
         signature.bind(**kwargs)
     except TypeError as exc:
         params = ", ".join(signature.parameters)
-        raise TypeError(f"environment {name!r}: {exc}; its factory takes ({params})") from None
+        raise EnvArgumentError(f"environment {name!r}: {exc}; its factory takes ({params})") \
+            from None
     env = entry.factory(**kwargs)
-    from rlvr.envs.base import Environment
     if not isinstance(env, Environment):
         raise EnvContractError(f"environment {name!r}: factory {_qualname(entry.factory)} "
                                f"returned {type(env).__name__}, not an rlvr Environment")
@@ -132,7 +143,12 @@ def env_info(name: str) -> dict:
             "doc": inspect.getdoc(entry.factory) or ""}
 
 
-def env_reward(name: str, kwargs: dict | None = None, module: str | None = None):
+def env_module(name: str) -> str:
+    """The module that registered `name`: a fresh worker imports it to rebuild the environment."""
+    return _entry(name).module
+
+
+def build_env(name: str, kwargs: dict | None = None, module: str | None = None):
     """Build an environment inside a worker and return it (used through a pool Factory).
 
     `module` is imported first so that environments registered by user code (not by an entry
@@ -141,6 +157,27 @@ def env_reward(name: str, kwargs: dict | None = None, module: str | None = None)
     if module and module not in ("__main__", "__mp_main__"):
         importlib.import_module(module)
     return load_env(name, check=False, **(kwargs or {}))
+
+
+def _env_reward(name: str, env_args: dict, module: str | None):
+    return build_env(name, env_args, module).reward
+
+
+def pooled_env_reward(env, *, deadline_s: float = 10.0, env_args: dict | None = None,
+                      pool=None, registered_as: str | None = None) -> PooledReward:
+    """The reward of registered environment `env` (an Environment or its name) as a
+    PooledReward rebuilt inside each worker by name -- so it works even when the environment
+    can't be pickled. `registered_as` is the registry name when it differs from `env.name`."""
+    name = registered_as or (env if isinstance(env, str) else env.name)
+    factory = Factory(_env_reward, {"name": name, "env_args": env_args or {},
+                                    "module": env_module(name)})
+    reward = None if isinstance(env, str) else env.reward
+    pooled = PooledReward(factory, deadline_s=deadline_s, pool=pool, name=name,
+                          version=reward.version if reward else "1",
+                          required=reward.required_fields() if reward else set())
+    if reward is not None:
+        pooled.max_verify_s = getattr(reward, "max_verify_s", pooled.max_verify_s)
+    return pooled
 
 
 def check_env(env, n: int = 4) -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from .cli import EXIT_OK, UsageError, parse_kv
-from .registry import UnknownEnvError, env_info, list_envs, load_env
+from rlvr.envs.registry import EnvArgumentError, UnknownEnvError, env_info, list_envs, load_env
+from rlvr.usage import EXIT_OK, UsageError, parse_kv
 
 
 def add_parser(sub) -> None:
@@ -30,7 +30,7 @@ def cmd_list(args) -> int:
 def cmd_show(args) -> int:
     try:
         env = load_env(args.name, **parse_kv(args.env_arg))
-    except (UnknownEnvError, TypeError) as exc:   # TypeError: a missing or unknown argument
+    except (UnknownEnvError, EnvArgumentError) as exc:
         raise UsageError(f"{exc}; pass factory arguments with --env-arg KEY=VALUE") from None
     info = env.describe()
     task = env.sample(1, split=args.split or env.source.splits[0])[0]

@@ -1,30 +1,27 @@
-"""The `rlvr` command line. Each subcommand lives with its component and is listed here.
+"""The `rlvr` command line: the one place that may import every component folder.
 
-Exit codes: 0 success, 1 failure, 2 bad usage, 3 finished but some rows/items ended in error.
+Each subcommand is a module of this package defining `add_parser(subparsers)`; the work itself lives
+in the component it drives. Exit codes (`rlvr.usage`): 0 success, 1 failure, 2 bad usage, 3 finished
+but some rows/items ended in error.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_ROW_ERRORS = 0, 1, 2, 3
+from rlvr.usage import EXIT_USAGE, UsageError
 
 # Modules defining `add_parser(subparsers)`; each sets `func(args) -> int` on its parser(s).
 _SUBCOMMANDS = [
-    "rlvr.cli_envs",
-    "rlvr.scoring",
-    "rlvr.sandbox.cli",
-    "rlvr.trainer.rm_cli",
-    "rlvr.trainer.cli",
-    "rlvr.trainer.plot_cli",
-    "rlvr.trainer.evaluate",
+    "rlvr.cli.envs",
+    "rlvr.cli.score",
+    "rlvr.cli.sandbox",
+    "rlvr.cli.train_rm",
+    "rlvr.cli.train",
+    "rlvr.cli.plot",
+    "rlvr.cli.eval",
 ]
-
-
-class UsageError(Exception):
-    """Bad usage detected after argument parsing (a missing file, an unknown env...)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,20 +50,3 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
 
-
-def parse_kv(pairs: list[str]) -> dict:
-    """['n_terms=4', 'ops="+-"'] -> {'n_terms': 4, 'ops': '+-'} (values parsed as JSON if they can be)."""
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"expected KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,51 @@
+"""What every command line shares: exit codes, the usage error, KEY=VALUE parsing, field help.
+
+A leaf of the floor layer (imports nothing from rlvr): subcommands in `rlvr.cli`, configs in the
+component folders and their tests all use these without importing the CLI itself.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+from functools import lru_cache
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_ROW_ERRORS = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad usage detected after argument parsing (a missing file, an unknown env...)."""
+
+
+def parse_kv(pairs: list[str]) -> dict:
+    """['n_terms=4', 'ops="+-"'] -> {'n_terms': 4, 'ops': '+-'} (values parsed as JSON if they can be)."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+@lru_cache(maxsize=None)
+def field_docs(cls: type) -> dict[str, str]:
+    """A dataclass's field docstrings (the string literal under each field), read from its source
+    and its bases'. They are the one text of each option: `--help`, `--help-config` and the docs."""
+    docs: dict[str, str] = {}
+    for klass in reversed([c for c in cls.__mro__ if dataclasses.is_dataclass(c)]):
+        try:
+            tree = ast.parse(inspect.getsource(klass).lstrip())
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body
+        for a, b in zip(body, body[1:]):
+            if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) \
+                    and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) \
+                    and isinstance(b.value.value, str):
+                docs[a.target.id] = " ".join(b.value.value.split())
+    return docs
