@@ -13,7 +13,9 @@ from .base import Environment, RowSource, TaskSource, r1_base_prompt, r1_chat_pr
 BUILTIN_MODULES = {
     "arithmetic": ("arithmetic",),
     "reward_model": ("reward-model",),
-    "formatting": ("ifeval-style", "json-schema", "think-format"),
+    "ifeval": ("ifeval-style",),
+    "json_schema": ("json-schema",),
+    "think_format": ("think-format",),
     "code": ("code", "humaneval", "code-stdio"),
     "math": ("math", "math-arithmetic", "countdown"),
 }

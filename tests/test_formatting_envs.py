@@ -1,6 +1,7 @@
 """The formatting environments: contract, splits, rows in the IFEval format, combination with
 a math environment, and `rlvr score` on the shipped samples."""
 import doctest
+import importlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -10,9 +11,12 @@ import pytest
 from rlvr import Environment, Task, check_env, load_env
 from rlvr.cli import main
 from rlvr.envs.arithmetic import ArithmeticSource
-from rlvr.envs.formatting import KINDS, R1Format, ifeval_tasks, with_format_reward
-from rlvr.registry import JUNK
+from rlvr.envs.ifeval import ifeval_tasks
+from rlvr.envs.ifeval_generator import KINDS
+from rlvr.envs.registry import JUNK
+from rlvr.envs.think_format import with_format_reward
 from rlvr.verifiers import NumericMatch, ThinkParser
+from rlvr.verifiers.format import R1Format
 
 DATA = Path(__file__).resolve().parent.parent / "rlvr" / "data"
 
@@ -267,6 +271,9 @@ def test_rlvr_score_math_env_with_the_format_reward(tmp_path):
             assert r["score"] == pytest.approx(0.8 * c["numeric_match"] + 0.2 * c["r1_format"])
 
 
-def test_doctests():
-    import rlvr.envs.formatting as formatting
-    assert doctest.testmod(formatting).failed == 0
+@pytest.mark.parametrize("module", ["rlvr.envs.ifeval", "rlvr.envs.json_schema",
+                                    "rlvr.envs.think_format", "rlvr.envs.common",
+                                    "rlvr.verifiers.format"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0

@@ -1,5 +1,6 @@
 """Instruction checkers: a fixture table per checker (reasons asserted), hostile text, modes."""
 import doctest
+import importlib
 import time
 
 import pytest
@@ -275,5 +276,8 @@ def test_language_detector(text, lang):
     assert detect_language(text)[0] == lang
 
 
-def test_doctests():
-    assert doctest.testmod(ins).failed == 0
+@pytest.mark.parametrize("module", ["instructions", "instruction_checkers", "text", "language"])
+def test_doctests(module):
+    mod = importlib.import_module(f"rlvr.verifiers.{module}")
+    result = doctest.testmod(mod)
+    assert result.attempted > 0 and result.failed == 0

@@ -7,7 +7,7 @@ Nothing here imports `rlvr.trainer`: data flows envs -> verifiers/sandbox -> tra
 """
 from importlib import import_module
 
-from .format import AnswerTag, BoxedPresent, ThinkFormat
+from .format import AnswerTag, BoxedPresent, R1Format, ThinkFormat
 from .numeric import NumericMatch
 from .parser import Parsed, ThinkParser, all_boxed, last_boxed, parse
 
@@ -19,8 +19,8 @@ _LAZY = {
     "RewardModel": ".reward_model",
 }
 
-__all__ = ["AnswerTag", "BoxedPresent", "ThinkFormat", "NumericMatch", "Parsed", "ThinkParser",
-           "all_boxed", "last_boxed", "parse", *_LAZY]
+__all__ = ["AnswerTag", "BoxedPresent", "R1Format", "ThinkFormat", "NumericMatch", "Parsed",
+           "ThinkParser", "all_boxed", "last_boxed", "parse", *_LAZY]
 
 
 def __getattr__(name):

@@ -10,7 +10,7 @@ from rlvr.core import BaseReward, Verdict
 
 from .parser import ThinkParser, all_boxed, answer_tag
 
-__all__ = ["ThinkFormat", "AnswerTag", "BoxedPresent"]
+__all__ = ["ThinkFormat", "R1Format", "AnswerTag", "BoxedPresent"]
 
 
 class ThinkFormat(BaseReward):
@@ -43,6 +43,37 @@ class ThinkFormat(BaseReward):
             why = "text before the think block"
         return Verdict(0.0, extracted=p.answer, reason=why)
 
+
+class R1Format(ThinkFormat):
+    """The strict R1-Zero shape: `<think>...</think>` then exactly one non-empty
+    `<answer>...</answer>` and nothing after it (whitespace aside).
+
+    >>> from rlvr import Task
+    >>> R1Format().score(Task("t"), "<think>2+2</think> <answer>4</answer>").score
+    1.0
+    >>> R1Format().score(Task("t"), "<think>2+2</think> <answer>4</answer> Done!").reason
+    'text after </answer>'
+    """
+    name, version = "r1_format", "1"
+
+    def _score(self, task, completion):
+        v = super()._score(task, completion)
+        if v.score != 1.0:
+            return v
+        span = v.extracted
+        tags = answer_tag(span)
+        if span.count("<answer>") != 1 or span.count("</answer>") != 1 or len(tags) != 1:
+            return Verdict(0.0, extracted=span, reason=(
+                "no <answer> block after </think>" if "<answer>" not in span else
+                f"{span.count('<answer>')} <answer> and {span.count('</answer>')} </answer> "
+                "tags, wanted one block"))
+        if not span.startswith("<answer>"):
+            return Verdict(0.0, extracted=tags[0], reason="text between </think> and <answer>")
+        if not span.endswith("</answer>"):
+            return Verdict(0.0, extracted=tags[0], reason="text after </answer>")
+        if not tags[0]:
+            return Verdict(0.0, extracted="", reason="empty <answer> block")
+        return Verdict(1.0, extracted=tags[0])
 
 class AnswerTag(BaseReward):
     """1.0 when the answer span holds exactly one non-empty `<answer>...</answer>` block.

@@ -1,56 +1,28 @@
-"""Formatting environments: rewards for *form*, not content.
+"""The procedural `ifeval-style` tasks: a base request plus sampled IFEval instructions.
 
-- `ifeval-style`: a base request (write about a topic, summarise a shipped paragraph...) plus 1-3
-  verifiable instructions (`rlvr.verifiers.instructions`), procedural and seeded; or rows in the
-  IFEval format (`instruction_id_list` + `kwargs`) from a file or a `datasets` id.
-- `json-schema`: describe an entity as a JSON object matching a generated (or row-supplied) schema.
-- `think-format`: the R1-Zero format itself, alone or added at a low weight to another
-  environment (`base=arithmetic`).
-
-Procedural gold is built *first* and the instructions' numbers are read off it ("at least 40
-words" for a 47-word gold), then every instruction is checked against the gold; a draw that fails
-(two instructions that cannot hold together) is redrawn. So a generated task's gold scores 1.0 by
-construction, and the test split never shares a base request with the train split.
+A base request (write about a topic, summarise a shipped paragraph...) plus 1-3 verifiable
+instructions (`rlvr.verifiers.instructions`), procedural and seeded. Gold is built *first* and
+the instructions' numbers are read off it ("at least 40 words" for a 47-word gold), then every
+instruction is checked against the gold; a draw that fails (two instructions that cannot hold
+together) is redrawn. So a generated task's gold scores 1.0 by construction, and the test split
+never shares a base request with the train split.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Callable
 
-from rlvr.core import Task, Verdict
-from rlvr.registry import load_env, register_env
-from rlvr.verifiers.format import ThinkFormat
+from rlvr.core import Task
 from rlvr.verifiers.instructions import (
-    CHECKERS, InstructionFollowing, count_bullets, count_capital_words, count_highlights,
-    count_placeholders, count_sections, number_paragraphs, count_sentences, count_words,
-    split_paragraphs)
-from rlvr.verifiers.parser import ThinkParser, answer_tag
-from rlvr.verifiers.structured import JsonSchemaMatch, JsonValid
+    CHECKERS, count_bullets, count_capital_words, count_highlights, count_placeholders,
+    count_sections, count_sentences, count_words, number_paragraphs, split_paragraphs)
 
-from .base import (Environment, ProceduralSource, RowSource, r1_base_prompt, r1_chat_prompt,
-                   think_answer_gold)
+from .base import ProceduralSource
+from .common import SPLITS, split_of, user_turn
 
-__all__ = ["IFEvalSource", "IFEvalEnvironment", "ifeval_style", "ifeval_tasks",
-           "SchemaSource", "json_schema", "R1Format", "QuestionSource", "think_format",
-           "with_format_reward"]
-
-SPLITS = ("train", "test")
-
-
-def _split_of(key: str, test_fraction: float) -> str:
-    bucket = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
-    return "test" if bucket / 2**64 < test_fraction else "train"
-
-
-def _user(text: str) -> list[dict]:
-    return [{"role": "user", "content": text}]
-
-
-# =========================================================================== ifeval-style
+__all__ = ["IFEvalSource", "KINDS", "Kind", "Draft", "render"]
 
 TOPICS = [
     "volcanoes", "tea", "bicycles", "honey bees", "the moon", "chess", "coral reefs", "jazz",
@@ -423,7 +395,7 @@ class IFEvalSource(ProceduralSource):
                 request = rng.choice(BASES).format(topic=topic)
                 body = [s.format(k=topic, K=topic[0].upper() + topic[1:]) for s in SENTENCES]
                 rng.shuffle(body)
-            if _split_of(request, self.test_fraction) == split:
+            if split_of(request, self.test_fraction) == split:
                 return request, keyword, body
 
     def _draw(self, rng: random.Random, exclude: frozenset) -> list[str]:
@@ -460,342 +432,6 @@ class IFEvalSource(ProceduralSource):
             line = KINDS[iid].describe(k)     # after a multi-line example, start a new line
             prompt += ("\n" if "\n" in prompt.rsplit(".", 1)[-1] else " ") + line
         spec = {"instruction_id_list": ids, "kwargs": kwargs}
-        return Task(id=f"ifeval-style/{split}/{seed}/{index}", prompt=_user(prompt.strip()),
+        return Task(id=f"ifeval-style/{split}/{seed}/{index}", prompt=user_turn(prompt.strip()),
                     answer=spec, metadata={**spec, "instruction": prompt.strip(),
                                            "reference": gold, "gate_instructions": 1})
-
-
-def _row_spec(row: Mapping, answer_field: str) -> dict | None:
-    """IFEval constraints carried by a row (top-level fields, or a dict in the answer field)."""
-    for holder in (row, row.get(answer_field)):
-        if isinstance(holder, str) and "instruction_id_list" in holder:
-            try:
-                holder = json.loads(holder)
-            except json.JSONDecodeError:
-                continue
-        if isinstance(holder, Mapping) and "instruction_id_list" in holder:
-            return {"instruction_id_list": holder["instruction_id_list"],
-                    "kwargs": holder.get("kwargs")}
-    return None
-
-
-def ifeval_tasks(rows, prefix: str = "ifeval") -> list[Task]:
-    """IFEval-format rows (`key` or `id`, `prompt`, `instruction_id_list`, `kwargs`) -> Tasks."""
-    out = []
-    for i, row in enumerate(rows):
-        spec = _row_spec(row, "answer")
-        if spec is None:
-            raise ValueError(f"row {i} has no instruction_id_list (not in the IFEval format)")
-        rid = row.get("id", row.get("key", i))
-        prompt = row.get("prompt", "")
-        out.append(Task(id=f"{prefix}/{rid}", prompt=_user(prompt), answer=spec,
-                        metadata={**spec, "instruction": prompt}))
-    return out
-
-
-def _load_rows(data: str, split: str) -> list[dict]:
-    from pathlib import Path
-    path = Path(data)
-    if path.is_file():
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    import datasets
-    if path.is_dir():
-        ds = datasets.load_from_disk(data)
-        return list(ds[split] if isinstance(ds, datasets.DatasetDict) else ds)
-    return list(datasets.load_dataset(data, split=split))   # a hub id, e.g. google/IFEval
-
-
-class IFEvalEnvironment(Environment):
-    """An Environment whose scoring rows may carry their own instructions.
-
-    A row with `instruction_id_list` (+ `kwargs`), at top level or as a dict in the answer
-    field, is scored against those instructions; any other row is looked up by its task id.
-    """
-
-    def task_from_row(self, row: Mapping, id_field: str = "id",
-                      answer_field: str = "answer") -> Task:
-        spec = _row_spec(row, answer_field)
-        if spec is None:
-            if row.get(id_field) is None:
-                raise KeyError(f"row has neither instruction_id_list (the IFEval format) nor a "
-                               f"task id {id_field!r}")
-            return self.get_task(str(row[id_field]))
-        prompt = row.get("prompt", "")
-        rid = row.get(id_field, row.get("key", ""))
-        return Task(id=str(rid), prompt=prompt, answer=spec,
-                    metadata={**spec, "instruction": prompt})
-
-
-def _reference(task: Task) -> str:
-    if "reference" not in task.metadata:
-        raise ValueError(f"task {task.id!r} has no reference response: IFEval rows carry none, "
-                         "and the contract's junk test cannot hold for them (\"I don't know.\" "
-                         "does follow \"use no commas\"); load this environment with check=False")
-    return task.metadata["reference"]
-
-
-@register_env("ifeval-style")
-def ifeval_style(min_constraints: int = 1, max_constraints: int = 3, test_fraction: float = 0.2,
-                 mode: str = "strict", partial: bool = False, data: str | None = None,
-                 data_split: str = "train", log_other_mode: bool = True) -> Environment:
-    """Verifiable instruction following (IFEval's instruction set).
-
-    Procedural by default; `data` (a JSONL file, a saved `datasets` directory or a hub id such
-    as `google/IFEval`) uses IFEval-format rows instead (they carry no reference answers, so
-    the contract check tests only that empty answers score 0). The reward is `mode` ('strict' or 'loose') prompt-level
-    accuracy, or the fraction of instructions followed with `partial=True`; the other mode is
-    logged at weight 0 unless `log_other_mode=False` (it costs about half of the scoring
-    time, see benchmarks/README.md).
-
-    >>> env = ifeval_style()
-    >>> task = env.sample(1)[0]
-    >>> env.reward.score(task, env.gold(task)).score
-    1.0
-    """
-    if mode not in ("strict", "loose"):
-        raise ValueError(f"mode must be 'strict' or 'loose', got {mode!r}")
-    source = (RowSource({"train": ifeval_tasks(_load_rows(data, data_split))}) if data else
-              IFEvalSource(min_constraints, max_constraints, test_fraction))
-    other = "loose" if mode == "strict" else "strict"
-    parser = ThinkParser()
-    # IFEval rows carry no reference response, and of the standard junk only the empty answer
-    # is sure to fail every instruction ("I don't know." does use no commas).
-    return IFEvalEnvironment(
-        name="ifeval-style", source=source, version="1", parser=parser,
-        gold=None if data else _reference, junk=("", "<think>") if data else None,
-        rewards=[(InstructionFollowing(mode, partial, parser), 1.0)]
-        + ([(InstructionFollowing(other, partial, parser), 0.0)] if log_other_mode else []),
-        description="Verifiable instructions (IFEval ids): word/sentence counts, keywords, "
-                    "case, bullets, sections, title, postscript...; all must hold.")
-
-
-# =========================================================================== json-schema
-
-ENTITIES: dict[str, list[tuple[str, str]]] = {
-    "person": [("name", "string"), ("age", "integer"), ("email", "string"),
-               ("is_member", "boolean"), ("hobbies", "string[]"), ("height_m", "number"),
-               ("status", "enum:active|inactive|banned"), ("address", "object:street,city")],
-    "book": [("title", "string"), ("author", "string"), ("year", "integer"),
-             ("pages", "integer"), ("genres", "string[]"), ("in_print", "boolean"),
-             ("rating", "number"), ("format", "enum:hardcover|paperback|ebook")],
-    "product": [("name", "string"), ("price", "number"), ("currency", "enum:USD|EUR|GBP"),
-                ("in_stock", "boolean"), ("tags", "string[]"), ("sku", "string"),
-                ("quantity", "integer"), ("dimensions", "object:width,height")],
-    "event": [("title", "string"), ("date", "string"), ("attendees", "integer"),
-              ("online", "boolean"), ("speakers", "string[]"), ("venue", "object:name,city"),
-              ("kind", "enum:talk|workshop|party"), ("ticket_price", "number")],
-    "city": [("name", "string"), ("country", "string"), ("population", "integer"),
-             ("area_km2", "number"), ("is_capital", "boolean"), ("landmarks", "string[]"),
-             ("climate", "enum:tropical|dry|temperate|cold")],
-    "recipe": [("name", "string"), ("servings", "integer"), ("ingredients", "string[]"),
-               ("vegetarian", "boolean"), ("minutes", "integer"), ("calories", "number"),
-               ("difficulty", "enum:easy|medium|hard")],
-}
-WORDS = ["Nova", "Atlas", "Maple", "Juniper", "Orion", "Willow", "Cobalt", "Saffron", "Ember"]
-
-
-def _field_schema(kind: str) -> dict:
-    if kind.startswith("enum:"):
-        return {"enum": kind[5:].split("|")}
-    if kind.startswith("object:"):
-        keys = kind[7:].split(",")
-        return {"type": "object", "properties": {k: {"type": "string", "minLength": 1}
-                                                 for k in keys},
-                "required": keys, "additionalProperties": False}
-    if kind == "string[]":
-        return {"type": "array", "items": {"type": "string"}, "minItems": 1}
-    extra = {"string": {"minLength": 1}, "integer": {"minimum": 0}}.get(kind, {})
-    return {"type": kind, **extra}
-
-
-def _field_value(kind: str, rng: random.Random) -> Any:
-    if kind.startswith("enum:"):
-        return rng.choice(kind[5:].split("|"))
-    if kind.startswith("object:"):
-        return {k: rng.choice(WORDS) for k in kind[7:].split(",")}
-    return {"string": lambda: f"{rng.choice(WORDS)} {rng.choice(WORDS)}",
-            "integer": lambda: rng.randint(1, 500), "number": lambda: round(rng.uniform(1, 99), 2),
-            "boolean": lambda: rng.random() < 0.5,
-            "string[]": lambda: rng.sample(WORDS, rng.randint(1, 3))}[kind]()
-
-
-@dataclass(frozen=True)
-class SchemaSource(ProceduralSource):
-    """An entity, 3-6 of its fields, some required, extra keys sometimes forbidden."""
-    prefix = "json-schema"
-    test_fraction: float = 0.2
-    splits: tuple = SPLITS
-
-    def _make(self, split: str, seed: int, index: int) -> Task:
-        rng = random.Random(f"json-schema/{seed}/{split}/{index}")
-        while True:
-            entity = rng.choice(sorted(ENTITIES))
-            fields = rng.sample(ENTITIES[entity], rng.randint(3, min(6, len(ENTITIES[entity]))))
-            required = [f for f, _ in fields if rng.random() < 0.7] or [fields[0][0]]
-            schema = {"type": "object",
-                      "properties": {f: _field_schema(k) for f, k in fields},
-                      "required": required}
-            if rng.random() < 0.5:
-                schema["additionalProperties"] = False
-            if _split_of(json.dumps(schema, sort_keys=True), self.test_fraction) == split:
-                break
-        gold = {f: _field_value(k, rng) for f, k in fields}
-        question = (f"Describe a fictional {entity} as a JSON object that matches this JSON "
-                    f"Schema:\n{json.dumps(schema, indent=2)}\nReply with the JSON object only.")
-        return Task(id=f"json-schema/{split}/{seed}/{index}", prompt=_user(question),
-                    answer=schema, metadata={"entity": entity, "reference": gold})
-
-
-class SchemaEnvironment(Environment):
-    """Scoring rows may bring their own schema (`schema`: an object or JSON text)."""
-
-    def task_from_row(self, row: Mapping, id_field: str = "id",
-                      answer_field: str = "answer") -> Task:
-        if row.get("schema") is not None:
-            schema = row["schema"]
-            return Task(id=str(row.get(id_field, "")), prompt=row.get("prompt", ""),
-                        answer=json.loads(schema) if isinstance(schema, str) else schema)
-        return super().task_from_row(row, id_field, answer_field)
-
-
-@register_env("json-schema")
-def json_schema(test_fraction: float = 0.2, partial: bool = False) -> Environment:
-    """A JSON object that validates against a JSON Schema (the `jsonschema` package).
-
-    The answer may be bare JSON or one ```json fenced block; `partial=True` gives the fraction
-    of the schema's constraints met. Validity alone is logged at weight 0.
-
-    >>> env = json_schema()
-    >>> task = env.sample(1)[0]
-    >>> env.reward.score(task, env.gold(task)).score
-    1.0
-    """
-    parser = ThinkParser()
-
-    def gold(task: Task) -> str:
-        return "```json\n" + json.dumps(task.metadata["reference"], indent=2) + "\n```"
-    return SchemaEnvironment(
-        name="json-schema", source=SchemaSource(test_fraction), version="1", parser=parser,
-        gold=gold, rewards=[(JsonSchemaMatch(parser, partial=partial), 1.0),
-                            (JsonValid(parser), 0.0)],
-        description="Describe an entity as JSON matching a JSON Schema.")
-
-
-# =========================================================================== think-format
-
-class R1Format(ThinkFormat):
-    """The strict R1-Zero shape: `<think>...</think>` then exactly one non-empty
-    `<answer>...</answer>` and nothing after it (whitespace aside).
-
-    >>> from rlvr import Task
-    >>> R1Format().score(Task("t"), "<think>2+2</think> <answer>4</answer>").score
-    1.0
-    >>> R1Format().score(Task("t"), "<think>2+2</think> <answer>4</answer> Done!").reason
-    'text after </answer>'
-    """
-    name, version = "r1_format", "1"
-
-    def _score(self, task, completion):
-        v = super()._score(task, completion)
-        if v.score != 1.0:
-            return v
-        span = v.extracted
-        tags = answer_tag(span)
-        if span.count("<answer>") != 1 or span.count("</answer>") != 1 or len(tags) != 1:
-            return Verdict(0.0, extracted=span, reason=(
-                "no <answer> block after </think>" if "<answer>" not in span else
-                f"{span.count('<answer>')} <answer> and {span.count('</answer>')} </answer> "
-                "tags, wanted one block"))
-        if not span.startswith("<answer>"):
-            return Verdict(0.0, extracted=tags[0], reason="text between </think> and <answer>")
-        if not span.endswith("</answer>"):
-            return Verdict(0.0, extracted=tags[0], reason="text after </answer>")
-        if not tags[0]:
-            return Verdict(0.0, extracted="", reason="empty <answer> block")
-        return Verdict(1.0, extracted=tags[0])
-
-
-NAMES = ["river", "planet", "garden", "silver", "window", "orange", "thunder", "pencil"]
-
-
-@dataclass(frozen=True)
-class QuestionSource(ProceduralSource):
-    """Short questions with known answers; only the format is scored."""
-    prefix = "think-format"
-    prompt_style: str = "chat"
-    test_fraction: float = 0.2
-    splits: tuple = SPLITS
-
-    def _make(self, split: str, seed: int, index: int) -> Task:
-        rng = random.Random(f"think-format/{seed}/{split}/{index}")
-        while True:
-            a, b, word = rng.randint(2, 99), rng.randint(2, 99), rng.choice(NAMES)
-            question, answer = rng.choice([
-                (f"What is {a} + {b}?", a + b),
-                (f"Spell the word '{word}' backwards.", word[::-1]),
-                (f"How many letters are in the word '{word}'?", len(word)),
-                (f"Which is larger: {a} or {b}?", max(a, b))])
-            if _split_of(question, self.test_fraction) == split:
-                break
-        prompt = r1_chat_prompt(question) if self.prompt_style == "chat" \
-            else r1_base_prompt(question)
-        return Task(id=f"think-format/{split}/{seed}/{index}", prompt=prompt,
-                    answer=str(answer), metadata={"question": question})
-
-
-class FormatOnlyEnvironment(Environment):
-    """Format needs no gold: a row whose id is not a generated task is scored as it stands."""
-
-    def task_from_row(self, row: Mapping, id_field: str = "id",
-                      answer_field: str = "answer") -> Task:
-        try:
-            return super().task_from_row(row, id_field, answer_field)
-        except KeyError:
-            return Task(id=str(row.get(id_field, "")), prompt=row.get("prompt", ""))
-
-
-def with_format_reward(env: Environment, weight: float = 0.2, rescale: bool = True,
-                       reward=None) -> Environment:
-    """`env` plus the R1 format reward at `weight` (0 = logged only). With `rescale` the
-    existing weights are multiplied by 1 - weight, so a perfect answer still scores 1.0."""
-    if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"weight must be in [0, 1], got {weight}")
-    scale = 1.0 - weight if rescale else 1.0
-    fmt = reward or R1Format(env.parser)
-    if fmt.name in {r.name for r, _ in env.rewards}:
-        raise ValueError(f"environment {env.name!r} already has a {fmt.name!r} reward")
-    rewards = [(r, w * scale) for r, w in env.rewards] + [(fmt, weight)]
-    return type(env)(name=env.name, source=env.source, rewards=rewards,
-                     version=f"{env.version}+{fmt.name}@{weight:g}", parser=env.parser,
-                     gold=env.gold, description=f"{env.description} (+ {fmt.name} x{weight:g})")
-
-
-@register_env("think-format")
-def think_format(base: str | None = None, weight: float = 0.2, base_args: dict | None = None,
-                 prompt_style: str = "chat", test_fraction: float = 0.2) -> Environment:
-    """The R1-Zero format as a reward: alone (short questions, only the format scored), or with
-    `base=<env name>` added to that environment at `weight` (its own weights scaled by
-    1 - weight).
-
-    >>> env = think_format()
-    >>> task = env.sample(1)[0]
-    >>> env.reward.score(task, env.gold(task)).score
-    1.0
-    >>> think_format(base="arithmetic", weight=0.2).describe()["rewards"]
-    {'numeric_match': 0.8, 'think_format': 0.0, 'r1_format': 0.2}
-    """
-    if base is not None:
-        return with_format_reward(load_env(base, check=False, **(base_args or {})), weight)
-    if prompt_style not in ("chat", "base"):
-        raise ValueError("prompt_style must be 'chat' or 'base'")
-    parser = ThinkParser(prefilled=True if prompt_style == "base" else None)
-    env = FormatOnlyEnvironment(
-        name="think-format", source=QuestionSource(prompt_style, test_fraction), version="1",
-        parser=parser, rewards=[(R1Format(parser), 1.0)],
-        description="<think>...</think><answer>...</answer>, answer non-empty, nothing after.")
-    if prompt_style == "base":
-        env.gold = lambda t: f" I think it over.</think> <answer>{t.answer}</answer>"
-    else:
-        env.gold = lambda t: think_answer_gold(t.answer)
-    return env
