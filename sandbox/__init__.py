@@ -5,9 +5,10 @@ Backends: `process` (the default: namespaces, an unprivileged uid, rlimits, cgro
 is missing they raise `SandboxUnavailable` saying what to install; neither ever runs a program on
 the host unconfined. See docs/sandbox.md.
 """
-from .base import LANGUAGES, RUN_STATUSES, Job, Limits, RunResult, Sandbox, SandboxUnavailable
+from .base import (LANGUAGES, LIMIT_STATUSES, RUN_STATUSES, Job, Limits, RunResult, Sandbox,
+                   SandboxUnavailable)
 
-__all__ = ["LANGUAGES", "RUN_STATUSES", "Job", "Limits", "RunResult", "Sandbox",
+__all__ = ["LANGUAGES", "LIMIT_STATUSES", "RUN_STATUSES", "Job", "Limits", "RunResult", "Sandbox",
            "SandboxUnavailable", "get_sandbox", "BACKENDS"]
 
 BACKENDS = ("process", "docker")

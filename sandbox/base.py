@@ -15,11 +15,18 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Mapping, Sequence
 
 __all__ = ["Limits", "RunResult", "Sandbox", "SandboxUnavailable", "RUN_STATUSES", "LANGUAGES",
-           "Job"]
+           "LIMIT_STATUSES", "Job", "max_run_s"]
 
-RUN_STATUSES = ("ok", "runtime_error", "timeout", "memory_limit", "output_limit", "killed",
-                "infra_error")
+RUN_STATUSES = ("ok", "runtime_error", "timeout", "memory_limit", "output_limit", "process_limit",
+                "left_state", "killed", "infra_error")
+LIMIT_STATUSES = ("timeout", "memory_limit", "output_limit", "process_limit", "left_state",
+                  "killed")
+"""Runs the program itself ended by passing a limit (or by leaving state the clean-up could not
+remove): the program's fault, never the sandbox's -- a verifier scores them 0."""
 SYSTEM_PYTHON = "/usr/bin/python3"
+RESPONSE_MARGIN_S = 15.0
+"""How long past a run's wall limit the host waits for the agent's answer (kill, drain, clean-up)
+before it gives up on the agent; so `wall_s + RESPONSE_MARGIN_S` bounds every run."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -169,6 +176,12 @@ class Sandbox:
     def __exit__(self, *exc):
         self.close()
 
+    @classmethod
+    def max_run_s(cls, limits: Limits) -> float:
+        """The longest one `run` under `limits` can take before it returns, whatever the program
+        does: past it the host itself gives up and reports the agent as failed."""
+        return max_run_s(limits)
+
     # -- backend hooks
     def _execute(self, request: dict, limits: Limits) -> dict:
         raise NotImplementedError
@@ -188,22 +201,35 @@ class Sandbox:
         return res
 
 
+def max_run_s(limits: Limits) -> float:
+    return limits.wall_s + RESPONSE_MARGIN_S
+
+
 def classify(raw: dict, res: RunResult, lim: Limits) -> tuple[str, str]:
-    """Decide the run status from what the agent saw (the order matters: causes first)."""
+    """Decide the run status from what the agent saw (the order matters: causes first). Every
+    reason for a limit names the limit, so a verdict can quote it."""
     sig = res.signal
     if raw.get("reason") == "output_limit":
-        return "output_limit", f"output passed {lim.output_bytes} bytes; the run was stopped"
+        return "output_limit", (f"output limit exceeded: a stream passed {lim.output_bytes} "
+                                "bytes; the run was stopped")
+    if raw.get("left_state"):
+        return "left_state", ("the program left state the sandbox could not remove: "
+                              f"{', '.join(map(str, raw['left_state'][:3]))}")
+    if raw.get("cg_pids_max"):
+        return "process_limit", (f"process limit exceeded: the program tried to run more than "
+                                 f"{lim.processes} processes/threads")
     if raw.get("reason") == "timeout":
-        return "timeout", f"wall-clock deadline of {lim.wall_s:g}s passed; every process killed"
+        return "timeout", (f"time limit exceeded after {lim.wall_s:.1f} s (wall clock); "
+                           "every process killed")
     if sig == signal.SIGXCPU or (sig == signal.SIGKILL and res.cpu_s is not None
                                  and res.cpu_s >= lim.cpu_s):
-        return "timeout", f"CPU limit of {lim.cpu_s:g}s reached"
+        return "timeout", f"CPU time limit exceeded after {lim.cpu_s:.1f} s"
     memory_hit = raw.get("cg_oom") or (res.exit_code not in (0, None) and
                                        "MemoryError" in res.stderr[-2000:])
     if memory_hit:
-        return "memory_limit", f"memory limit of {lim.memory_mb} MB reached"
+        return "memory_limit", f"memory limit exceeded: {lim.memory_mb} MB"
     if sig == signal.SIGXFSZ:
-        return "output_limit", f"a file passed the {lim.file_mb} MB file-size limit"
+        return "output_limit", f"file size limit exceeded: a file passed {lim.file_mb} MB"
     if sig is not None:
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         status = "killed" if sig == signal.SIGKILL else "runtime_error"

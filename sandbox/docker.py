@@ -21,17 +21,20 @@ import tarfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from hashlib import sha256
 from pathlib import Path
 
+from ._agent_core import inode_cap
 from ._uids import claim_uid
-from .base import SYSTEM_PYTHON, Limits, Sandbox, SandboxUnavailable
+from .base import RESPONSE_MARGIN_S, SYSTEM_PYTHON, Limits, Sandbox, SandboxUnavailable
 
 __all__ = ["DockerSandbox", "build_image", "image_tag"]
 
 AGENT = Path(__file__).with_name("_agent.py")
+AGENT_FILES = ("_agent.py", "_agent_core.py", "_agent_confine.py", "_agent_process.py",
+               "_agent_docker.py")
 REPOSITORY = "rlvr-sandbox"
-RESPONSE_MARGIN_S = 15.0
 LABEL = "rlvr.sandbox.pid"
 INSTALL_HINT = ("install and start the Docker engine: `apt-get install -y docker.io` then "
                 "`dockerd --iptables=false --bridge=none &` (or run scripts/services.sh), and "
@@ -40,7 +43,8 @@ INSTALL_HINT = ("install and start the Docker engine: `apt-get install -y docker
 
 def image_tag() -> str:
     """The image is named after the agent it carries, so an upgraded agent gets a new image."""
-    return f"{REPOSITORY}:{sha256(AGENT.read_bytes()).hexdigest()[:12]}"
+    digest = sha256(b"".join(AGENT.with_name(f).read_bytes() for f in AGENT_FILES))
+    return f"{REPOSITORY}:{digest.hexdigest()[:12]}"
 
 
 def _client():
@@ -79,7 +83,8 @@ def _rootfs_tar() -> bytes:
         add("etc/passwd", 0o644, b"root:x:0:0::/:/bin/false\n")
         add("etc/group", 0o644, b"root:x:0:\n")
         add("etc/ld.so.cache", 0o644, b"")
-        add("opt/rlvr/agent.py", 0o644, AGENT.read_bytes())
+        for name in AGENT_FILES:
+            add(f"opt/rlvr/{name}", 0o644, AGENT.with_name(name).read_bytes())
     return buf.getvalue()
 
 
@@ -137,39 +142,51 @@ class _AttachedStream:
 
 
 class _Container:
+    """One warm container whose lifetime is tied to this process's attach socket.
+
+    It is created with StdinOnce and AutoRemove: when the socket closes -- `remove()`, a normal
+    exit, SIGTERM, SIGKILL, anything -- the agent reads end-of-file, exits, and the engine
+    deletes the container. No exit hook has to run for a container not to leak.
+    """
+
     def __init__(self, client, image: str, limits: Limits, python: str):
         self.uid, self._lock_file = claim_uid()   # its own uid: RLIMIT_NPROC is per uid
-        mem = (limits.memory_mb + limits.disk_mb + 128) << 20
+        self.api = client.api
         try:
-            self.container = self._create(client, image, limits, python, mem)
+            self.id = self._create(client.api, image, limits, python)
         except Exception:
             self._lock_file.close()
             raise
-        try:
-            raw = client.api.attach_socket(self.container.id,
-                                           params={"stdin": 1, "stdout": 1, "stream": 1})
+        try:   # attach before start: ours is the one attachment whose end closes stdin
+            raw = self.api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stream": 1})
+            self.api.start(self.id)
         except Exception:
-            self.container.remove(force=True)
+            self._force_remove()
             self._lock_file.close()
             raise
         self.sock = getattr(raw, "_sock", raw)
         self.stream = _AttachedStream(self.sock)
 
     @staticmethod
-    def _create(client, image, limits, python, mem):
+    def _create(api, image, limits, python) -> str:
         """The container: no network, read-only root, tmpfs scratch, limits, 3 capabilities."""
-        return client.containers.run(
-            image, [python, "-I", "/opt/rlvr/agent.py", json.dumps({"mode": "docker"})],
-            detach=True, stdin_open=True, tty=False, network_mode="none", read_only=True,
-            tmpfs={"/work": f"size={limits.disk_mb}m,mode=1777",
-                   "/tmp": f"size={limits.disk_mb}m,mode=1777,exec", "/run": "size=16m,mode=700"},
+        mem = (limits.memory_mb + limits.disk_mb + 128) << 20
+        scratch = f"size={limits.disk_mb}m,nr_inodes={inode_cap(asdict(limits))},mode=1777"
+        host = api.create_host_config(
+            network_mode="none", read_only=True, auto_remove=True,
+            tmpfs={"/work": scratch, "/tmp": scratch + ",exec", "/run": "size=16m,mode=700"},
             shm_size=f"{limits.disk_mb}m", mem_limit=mem, memswap_limit=mem,
             pids_limit=limits.processes + 8, nano_cpus=10**9, cap_drop=["ALL"],
             cap_add=["SETUID", "SETGID", "KILL"], security_opt=["no-new-privileges"],
-            volumes={"/usr": {"bind": "/usr", "mode": "ro"},
-                     "/etc/ld.so.cache": {"bind": "/etc/ld.so.cache", "mode": "ro"}},
-            user="0:0", ipc_mode="private", hostname="sandbox", environment={},
-            labels={LABEL: str(os.getpid())}, working_dir="/")
+            binds={"/usr": {"bind": "/usr", "mode": "ro"},
+                   "/etc/ld.so.cache": {"bind": "/etc/ld.so.cache", "mode": "ro"}},
+            ipc_mode="private")
+        created = api.create_container(
+            image, [python, "-I", "/opt/rlvr/_agent.py", json.dumps({"mode": "docker"})],
+            detach=False, stdin_open=True, tty=False, user="0:0", hostname="sandbox",
+            environment={}, labels={LABEL: str(os.getpid())}, working_dir="/",
+            host_config=host)
+        return created["Id"]
 
     def call(self, request: dict, timeout_s: float) -> dict:
         data = json.dumps(request).encode()
@@ -177,15 +194,20 @@ class _Container:
         self.sock.sendall(struct.pack(">I", len(data)) + data)
         return self.stream.read_frame(timeout_s)
 
+    def _force_remove(self) -> None:
+        try:
+            self.api.remove_container(self.id, force=True)
+        except Exception:  # already gone, or its auto-removal is under way
+            pass
+
     def remove(self) -> None:
+        """Synchronous: the container is gone (or going, by the engine's auto-removal) on
+        return. Plain calls on this thread, so it also works from an exit hook."""
         try:
             self.sock.close()
         except OSError:
             pass
-        try:
-            self.container.remove(force=True)
-        except Exception:  # already gone
-            pass
+        self._force_remove()
         self._lock_file.close()
 
 
@@ -280,8 +302,16 @@ class DockerSandbox(Sandbox):
             return
 
     def close(self) -> None:
+        """Remove every container now, on this thread (no executor: this runs from exit hooks,
+        after the interpreter refuses new futures). Closing the sockets first lets each agent
+        exit while the next removal is requested."""
         with self._lock:
             self._closed = True
             containers, self._all = list(self._all), set()
-        with ThreadPoolExecutor(max(1, len(containers))) as ex:
-            list(ex.map(lambda c: c.remove(), containers))
+        for c in containers:
+            try:
+                c.sock.close()
+            except OSError:
+                pass
+        for c in containers:
+            c.remove()

@@ -20,19 +20,20 @@ import queue
 import shutil
 import signal
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Sequence
 
-from .base import SYSTEM_PYTHON, Limits, Sandbox, SandboxUnavailable
+from .base import RESPONSE_MARGIN_S, SYSTEM_PYTHON, Limits, Sandbox, SandboxUnavailable
 from ._framing import read_frame, write_frame
-from ._uids import STATE_DIR, claim_uid
+from ._uids import STATE_DIR, claim_uid, try_uid
 
 __all__ = ["ProcessSandbox"]
 
 AGENT = Path(__file__).with_name("_agent.py")
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf")
-RESPONSE_MARGIN_S = 15.0
 _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="rlvr-sandbox-spawner")
 
 
@@ -53,16 +54,35 @@ def _requirements_problem(python: str) -> str | None:
     return None
 
 
+def own_cgroups() -> dict:
+    """This process's cgroup per controller ('unified' for v2), from /proc/self/cgroup."""
+    out = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        hierarchy, controllers, path = line.split(":", 2)
+        for name in (controllers.split(",") if hierarchy != "0" else ["unified"]):
+            out[name] = path
+    return out
+
+
 class _Cgroup:
-    """Find or create this slot's memory and pids cgroups (v2 or v1); empty when unavailable."""
+    """This slot's memory and pids cgroups, nested under the caller's own cgroups, so whatever
+    limits a host puts on its caller (a container, a systemd unit) still bind the programs.
+
+    v1: `<caller's memory cgroup>/rlvr-sandbox/<name>`, likewise for pids. v2: the same under the
+    caller's unified cgroup, which must be able to delegate memory and pids to a child; where it
+    cannot (it holds processes of its own and is not the root: the kernel's no-internal-process
+    rule), the slot makes no cgroup and its programs stay in the caller's -- bound by the host's
+    limits, with only the rlimits per run. `paths` is empty then.
+    """
 
     def __init__(self, name: str):
         self.paths: dict = {}
-        root = Path("/sys/fs/cgroup")
+        root, own = Path("/sys/fs/cgroup"), own_cgroups()
         try:
             if (root / "cgroup.controllers").exists():
-                parent = root / "rlvr-sandbox"
+                parent = root / own.get("unified", "/").lstrip("/") / "rlvr-sandbox"
                 parent.mkdir(exist_ok=True)
+                (parent.parent / "cgroup.subtree_control").write_text("+memory +pids")
                 (parent / "cgroup.subtree_control").write_text("+memory +pids")
                 leaf = parent / name
                 leaf.mkdir(exist_ok=True)
@@ -70,19 +90,86 @@ class _Cgroup:
             else:
                 for ctrl in ("memory", "pids"):
                     if (root / ctrl / "tasks").exists():
-                        leaf = root / ctrl / "rlvr-sandbox" / name
+                        leaf = root / ctrl / own.get(ctrl, "/").lstrip("/") / "rlvr-sandbox" / name
                         leaf.mkdir(parents=True, exist_ok=True)
                         self.paths[f"cg_{ctrl}"] = str(leaf)
         except OSError:
             self.paths = {}
 
-    def remove(self) -> None:
-        for key in ("cg_memory", "cg_pids"):
-            if key in self.paths:
-                try:
-                    os.rmdir(self.paths[key])
-                except OSError:
-                    pass
+    def dirs(self) -> list[str]:
+        return sorted({v for k, v in self.paths.items() if k != "cg_v2"})
+
+
+def _kill_leftovers(uid: int, cgroup_dirs: Sequence[str]) -> None:
+    """SIGKILL every process still in the slot's cgroups or running as its uid (a run whose
+    host was killed at its deadline), until none is left."""
+    for _ in range(200):
+        pids = set()
+        for d in cgroup_dirs:
+            try:
+                pids.update(int(p) for p in Path(d, "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        pids.update(uid_processes(uid))
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Host pids whose real uid is `uid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/status") as f:
+                    line = next(ln for ln in f if ln.startswith("Uid:"))
+            except (OSError, StopIteration):
+                continue
+            if int(line.split()[1]) == uid:
+                found.append(int(entry.name))
+    return found
+
+
+def reclaim_slot(uid: int) -> None:
+    """Remove what a slot's previous holder left: its processes, cgroups and state directory.
+    Call it only while holding the uid's lock (then no live sandbox owns the slot)."""
+    state = STATE_DIR / str(uid)
+    try:
+        cgroup_dirs = json.loads((state / "cgroups.json").read_text())
+    except (OSError, ValueError):
+        cgroup_dirs = []
+    _kill_leftovers(uid, cgroup_dirs)
+    for d in cgroup_dirs:
+        for _ in range(100):        # a killed process leaves its cgroup a moment later
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def reclaim_stale_slots() -> list[int]:
+    """Reclaim every slot whose holder died without closing it (its uid lock is free)."""
+    reclaimed = []
+    if not STATE_DIR.is_dir():
+        return reclaimed
+    for entry in STATE_DIR.iterdir():
+        if entry.name.isdigit():
+            held = try_uid(int(entry.name))
+            if held is not None:
+                reclaim_slot(int(entry.name))
+                held.close()
+                reclaimed.append(int(entry.name))
+    return reclaimed
 
 
 class _Slot:
@@ -91,11 +178,12 @@ class _Slot:
     def __init__(self, python: str):
         STATE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.uid, self._lock_file = claim_uid()
+        reclaim_slot(self.uid)        # whatever a killed previous holder left behind
         self.dir = STATE_DIR / str(self.uid)
-        shutil.rmtree(self.dir, ignore_errors=True)
         (self.dir / "root").mkdir(parents=True)
         os.chmod(self.dir, 0o700)
         self.cgroup = _Cgroup(f"uid{self.uid}")
+        (self.dir / "cgroups.json").write_text(json.dumps(self.cgroup.dirs()))
         self.python = python
         self.proc: subprocess.Popen | None = None
 
@@ -106,10 +194,12 @@ class _Slot:
         log = open(self.dir / "agent.log", "ab")
         # Started from one long-lived thread: the launcher's parent-death signal fires when the
         # *thread* that forked it exits, and a short-lived caller thread must not take it along.
+        # The launcher (and each run's processes) hold the uid's lock too, so the slot is not
+        # handed out again before the last of them is gone.
         self.proc = _SPAWNER.submit(
             subprocess.Popen, [self.python, "-I", str(AGENT), json.dumps(cfg)], env={}, cwd="/",
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True, bufsize=0,
-            start_new_session=True).result()
+            start_new_session=True, pass_fds=(self._lock_file.fileno(),)).result()
         log.close()
 
     def call(self, request: dict, timeout_s: float) -> dict:
@@ -136,8 +226,7 @@ class _Slot:
 
     def close(self) -> None:
         self.kill()
-        self.cgroup.remove()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        reclaim_slot(self.uid)
         self._lock_file.close()
 
 
@@ -159,6 +248,7 @@ class ProcessSandbox(Sandbox):
         self.n_slots = max(1, slots or os.cpu_count() or 1)
         self._free: queue.Queue[_Slot] = queue.Queue()
         self._slots: list[_Slot] = []
+        reclaim_stale_slots()
         self._probe()
 
     @property

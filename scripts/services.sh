@@ -6,13 +6,24 @@
 #     containers use --network none, and this machine has no registry to pull from;
 #   - the docker backend's base image, imported locally by `rlvr sandbox build-image`.
 #
-# The process backend needs nothing installed: it builds its namespaces itself (as root).
+#   - libseccomp's Python bindings for the system interpreter (python3-seccomp): both backends'
+#     agents build their syscall filter with them and refuse to run programs without them.
+#
+# The process backend builds its namespaces itself (as root).
 # A missing engine is reported, not fatal: the Docker tests then skip, saying why.
 set -uo pipefail
 
 log() { echo "services.sh: $*" >&2; }
 
 engine_up() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+if ! /usr/bin/python3 -c "import seccomp" >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -q python3-seccomp >/dev/null 2>&1; then
+        apt-get update -q >/dev/null 2>&1
+        apt-get install -y -q python3-seccomp >/dev/null 2>&1 || log "could not install python3-seccomp"
+    fi
+fi
 
 if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive

@@ -85,7 +85,9 @@ def test_fork_bomb_is_contained(sb):
             except OSError:
                 pass
         """, limits=Limits(wall_s=2, cpu_s=2, processes=32))
-    assert res.status in ("timeout", "runtime_error", "killed"), res
+    # the process backend's pids cgroup counts refused forks, so it names the limit itself
+    expected = ("process_limit",) if sb.backend == "process" else ("timeout", "killed")
+    assert res.status in expected, res
     assert_contained(sb)
 
 
@@ -435,14 +437,15 @@ def test_agent_refuses_to_supervise_outside_its_own_pid_namespace(monkeypatch):
     """kill(-1) from the host's PID namespace would kill every process root may signal."""
     import importlib.util
     from rlvr.sandbox import process
-    spec = importlib.util.spec_from_file_location("rlvr_agent_under_test", process.AGENT)
+    spec = importlib.util.spec_from_file_location("rlvr_agent_under_test",
+                                                  process.AGENT.with_name("_agent_core.py"))
     agent = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(agent)
     killed = []
     monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append((pid, sig)))
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("supervise forked outside a namespace"))
     with pytest.raises(agent.NotNamespaceInit):
-        agent.supervise({"limits": {}})
+        agent.supervise({"limits": {}}, confine=None)
     with pytest.raises(agent.NotNamespaceInit):
         agent._kill_all()
     assert killed == []

@@ -1,0 +1,152 @@
+"""The agent's `docker` mode: PID 1 of a warm container, cleaning up between runs.
+
+It runs `supervise` itself, then kills every other process in the container and removes what the
+run left in the writable directories, POSIX message queues and SysV IPC -- as the program's own
+uid, which can always undo what that uid made -- before answering.
+"""
+import base64
+import os
+import resource
+
+from _agent_core import _libc, recv, send, supervise
+from _agent_process import _write_files
+
+WRITABLE = ("/work", "/tmp", "/dev/shm", "/dev/mqueue")
+"""Where a run can leave state: the tmpfs scratch dirs and the IPC namespace's POSIX message
+queues (the container keeps its IPC namespace between runs; SysV objects are removed too)."""
+
+def _as_sandbox_user(uid, fn, *args):
+    """Run fn in a child that has become the sandbox uid (file writes land with its owner)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001
+            os.write(2, f"rlvr agent: {exc!r}\n".encode())
+            code = 1
+        os._exit(code)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def _empty_dir(top_fd):
+    """Remove everything inside the directory open at `top_fd`, however the program left it.
+
+    Runs as the program's uid, which owns everything the program made and so may always chmod a
+    directory it left at mode 000 before entering it. Works through directory file descriptors,
+    without recursion, so neither depth nor path length can stop it.
+    """
+    frames = [[top_fd, None, None]]        # [dir fd, its name in the parent, subdirs left]
+    while frames:
+        frame = frames[-1]
+        dfd = frame[0]
+        if frame[2] is None:
+            frame[2] = []
+            for entry in list(os.scandir(dfd)):
+                if entry.is_dir(follow_symlinks=False):
+                    frame[2].append(entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=dfd)
+        if frame[2]:
+            name = frame[2].pop()
+            os.chmod(name, 0o700, dir_fd=dfd)      # a plain directory: no symlink to follow
+            frames.append([os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                                   dir_fd=dfd), name, None])
+            continue
+        frames.pop()
+        if frames:
+            os.close(dfd)
+            os.rmdir(frame[1], dir_fd=frames[-1][0])
+
+
+def _wipe(dirs):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))   # one fd per directory level
+    for d in dirs:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            _empty_dir(fd)
+        finally:
+            os.close(fd)
+
+
+IPC_RMID = 0
+SYSV_IPC = (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl"))
+
+
+def _remove_sysv_ipc():
+    """Remove the SysV IPC objects a run left: they outlive processes, and a warm container's
+    IPC namespace is shared by its consecutive runs."""
+    for kind, ctl in SYSV_IPC:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            ids = [int(line.split()[1]) for line in f.read().splitlines()[1:]]
+        for ipc_id in ids:
+            if kind == "sem":
+                _libc.semctl(ipc_id, 0, IPC_RMID)
+            else:
+                getattr(_libc, ctl)(ipc_id, IPC_RMID, None)
+
+
+def _sysv_left():
+    left = []
+    for kind, _ in SYSV_IPC:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            left += [f"{kind} {line.split()[1]}" for line in f.read().splitlines()[1:]]
+    return left
+
+
+def _clean(dirs):
+    _wipe(dirs)
+    _remove_sysv_ipc()
+
+
+def _left_behind(dirs):
+    """What survived the clean-up (as seen by the agent): the program's doing, scored against it."""
+    return [os.path.join(d, p) for d in dirs for p in os.listdir(d)] + _sysv_left()
+
+
+def _prepare(req):
+    """Write the request's stdin and files (as the program's uid) before the run."""
+    stdin_path = None
+    if req.get("stdin"):
+        stdin_path = "/run/stdin"
+        with open(stdin_path, "wb") as f:
+            f.write(base64.b64decode(req["stdin"]))
+    if not _as_sandbox_user(req["uid"], _write_files, "/work", req["files"], req["uid"]):
+        raise RuntimeError("could not write the program's files")
+    return stdin_path
+
+
+def serve_docker(cfg, in_fd, out_fd, confine):
+    """PID 1 of a warm container: run, kill the rest, clean up, answer.
+
+    A failure before the program ran is the agent's (`infra_error`, and the container is
+    retired). Once it has run, whatever the clean-up cannot remove was left by the program: the
+    result says so (`left_state`, scored against the program) and the container is retired,
+    so the next run still starts clean.
+    """
+    writable = [d for d in WRITABLE if os.path.isdir(d)]
+    while True:
+        req = recv(in_fd)
+        if req is None:
+            return
+        try:
+            stdin_path = _prepare(req)
+            result = supervise(req, confine, stdin_path)
+            if stdin_path:
+                os.unlink(stdin_path)
+        except BaseException as exc:  # noqa: BLE001 -- the container is now suspect
+            send(out_fd, {"infra_error": f"agent failed: {exc!r}", "retire": True})
+            continue
+        cleaned = _as_sandbox_user(req["uid"], _clean, writable)
+        try:
+            left = _left_behind(writable)
+        except OSError as exc:
+            left = [f"{exc!r}"]
+        if left or not cleaned:
+            result["left_state"] = left or ["the clean-up failed (see the container's log)"]
+            result["retire"] = True
+        send(out_fd, result)
