@@ -37,7 +37,9 @@ class Decision:
 
 
 def numbers_equal(a: Number, b: Number) -> bool:
-    """Exact forms compare exactly; when either side is a decimal, to a relative 1e-6.
+    """Exact forms compare exactly; when either side is a decimal, to a relative 1e-6; two
+    decimals must also agree on every digit both state (`16386.16` != `16386.17`, although they
+    are 6e-7 apart): the finer one, rounded to the coarser one's last place, is the coarser one.
 
     Fractions throughout, so tiny and huge values never underflow or overflow into "equal".
     """
@@ -47,7 +49,12 @@ def numbers_equal(a: Number, b: Number) -> bool:
         return a.value == b.value
     if a.value == b.value:
         return True
-    return abs(a.value - b.value) <= REL_TOL * max(abs(a.value), abs(b.value))
+    diff = abs(a.value - b.value)
+    if diff > REL_TOL * max(abs(a.value), abs(b.value)):
+        return False
+    if a.exact or b.exact:
+        return True
+    return diff <= Fraction(1, 2) * Fraction(10) ** -min(a.places, b.places)
 
 
 def split_tuple(text: str) -> tuple[str, str, list[str]] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .normalize import key, normalize
 
-__all__ = ["Found", "find_final", "MAX_SCAN_CHARS"]
+__all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
 MAX_SCAN_CHARS = 200_000      # only the end of a larger answer span is searched
 _MAX_STATEMENTS = 64          # the last this many answer statements are read
@@ -61,8 +61,22 @@ _SENTENCE_END = re.compile(r"\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|s
                            r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
 _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
                        r"|\\\[(.+?)\\\]", re.S)
-_NUMBER = re.compile(r"(?<![A-Za-z0-9.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?"
-                     r"(?:\s*/\s*\d+)?(?:\s*%)?(?!\d)")
+_NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+\s+(?=\d+\s*/\s*\d))?(?:\d{1,3}(?:,\d{3})+|\d+)"
+              r"(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*%)?(?!\d)")     # 42, 1,000.5, 3/4, 2 1/4, 5%
+_NUMBER = re.compile(_NUMBER_RE)
+# Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a run of numbers, operators and
+# calls that names at least one function or pi (normalize.plain_to_latex reads it).
+_FUNC = (r"(?:sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
+         r"tanh|sin|cos|tan|cot|sec|csc)")
+_PAREN = r"\((?:[^()]|\([^()]*\))*\)"
+_PLAIN_CORE = rf"(?:{_FUNC}\s*{_PAREN}|pi(?![A-Za-z]))"
+_PLAIN_ATOM = rf"(?:\d+(?:\.\d+)?|{_PLAIN_CORE}|{_PAREN})"
+_PLAIN_OP = r"\s*(?:\*\*|[-+*/^]|(?=[\dA-Za-z(]))\s*"
+_PLAIN = (rf"(?<![A-Za-z0-9.\\])[-+−]?(?:{_PLAIN_ATOM}{_PLAIN_OP})*?{_PLAIN_CORE}"
+          rf"(?:{_PLAIN_OP}{_PLAIN_ATOM})*")
+_VALUE = re.compile(rf"{_PLAIN}|{_NUMBER_RE}")
+_FUNC_WORD = re.compile(rf"(?<![A-Za-z\\]){_FUNC}(?=\s*\()|(?<![A-Za-z\\])pi(?![A-Za-z])")
+_OPTION = re.compile(r"(?<![\w\\])\(([A-J])\)\s*")
 _LIST_CONT = re.compile(r"^\s*(?:,|/|\bor\b|\band\b|&|\bou\b|\bo\b|\boder\b|или|或)\s*")
 _LETTER = re.compile(r"(?<![\w\\])\(?([A-J])\)?(?![\w'])")
 
@@ -144,13 +158,15 @@ def _clause(rest: str) -> str:
 
 def _prose_words(s: str) -> int:
     s = re.sub(r"\\(?:begin|end)\{[^}]*\}|\\[a-zA-Z]+", "", s)
+    s = _FUNC_WORD.sub("", s)                      # sqrt(2), pi: maths, not prose
+    s = re.sub(r"(?<=[\d)\]}])(?:or|and)(?=[A-Za-z(])", " ", s)    # x=1orx=2: a glued list
     return len(re.findall(r"[^\W\d_]{3,}", s, re.U))
 
 
 def _leading_values(clause: str, mc: bool) -> str | None:
     """In prose ("Janeth owes 220 $ in 12 months"), the first value and the values listed
     right after it ("3 or 4", "A/B") -- never a later, unrelated number."""
-    pattern = _LETTER if mc else _NUMBER
+    pattern = _LETTER if mc else _VALUE
     m = pattern.search(clause)
     if not m:
         return None
@@ -181,10 +197,28 @@ def _statement_value(rest: str, mc: bool) -> str | None:
         return None                               # "the digits are:" -- the value comes later
     if mc:
         return _leading_values(clause, mc=True) or clause
+    options = _option_values(clause)
+    if options:
+        return options
     if not _NON_MATH.search(clause) and (_prose_words(_strip_units(clause)) <= 1
                                          or len(clause) <= 12):
         return clause
     return _leading_values(clause, mc=False) or (clause if len(clause) <= 60 else None)
+
+
+def _option_values(clause: str) -> str | None:
+    """"(A) 2, (B) 4, (C) 6": values listed under two or more option labels, all of them (a
+    hedge between options, scored like `2 or 4 or 6`); None when the clause lists no options."""
+    labels = list(_OPTION.finditer(clause))
+    if len({m.group(1) for m in labels}) < 2:
+        return None
+    values = []
+    for m, nxt in zip(labels, labels[1:] + [None]):
+        v = clause[m.end():nxt.start() if nxt else len(clause)]
+        v = re.sub(r"(?:[\s,;]|\b(?:or|and)\b)+$", "", v.strip())
+        if v:
+            values.append(v)
+    return " or ".join(values) if len(values) > 1 else None
 
 
 def _strip_units(s: str) -> str:
@@ -225,16 +259,52 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
     for m in _MATH_SEG.finditer(tail):
         last_math = m
     last_num = None
-    for m in _NUMBER.finditer(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail)):
+    for m in _VALUE.finditer(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail)):
         last_num = m
     if last_math and (not last_num or last_math.end() > last_num.end()):
         seg = next(g for g in last_math.groups() if g is not None)
-        return re.split(r"(?<![<>\\])=(?!=)", seg)[-1].strip() or None
-    return last_num.group(0).strip() if last_num else None
+        return re.split(r"(?<![<>!\\])=(?!=)", seg)[-1].strip() or None
+    if not last_num:
+        return None
+    starts = [m.end() for m in re.finditer(r"(?<!\d)\.(?=\s|$)|[!?\n。]", tail[:last_num.start()])]
+    return _option_values(_clause(tail[starts[-1] if starts else 0:])) or last_num.group(0).strip()
 
 
 class _Unclosed(Exception):
     pass
+
+
+_JOINER = re.compile(r"\b(?:and|or)\b|,|;")
+
+
+def gold_boxes(text: str) -> list[str]:
+    r"""The boxes a gold answer's final answer is made of: the last box, and the boxes before it
+    that join it -- fewer than 10 characters apart, or fewer than 70 with "and", "or", "," or
+    ";" between them (math-verify's rule for several boxes). `\boxed{1}\boxed{2}` and
+    "\boxed{1} papers and \boxed{2} bins" are both parts; in "\boxed{1} no no no no no
+    \boxed{2}" the first box is an intermediate result. Completions are read differently: their
+    boxes are all candidates (a hedge when they differ).
+
+    >>> gold_boxes(r"\boxed{1} papers and \boxed{2} bins")
+    ['1', '2']
+    >>> gold_boxes(r"\boxed{1}; doubled this is \boxed{2}. Halved again: \boxed{1}")
+    ['1']
+    """
+    text = text[-MAX_SCAN_CHARS:]
+    try:
+        boxes = _boxes(text)
+    except _Unclosed:
+        return []
+    if not boxes:
+        return []
+    out = [boxes[-1]]
+    for prev in reversed(boxes[:-1]):
+        gap = text[prev[1]:out[-1][0]]
+        if not (len(gap) < 10 or (len(gap) < 70 and _JOINER.search(gap)
+                                  and key(prev[2]) != key(out[-1][2]))):
+            break
+        out.append(prev)
+    return [b[2] for b in reversed(out)]
 
 
 def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | None:

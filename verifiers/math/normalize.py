@@ -64,6 +64,7 @@ _UNIT_WORDS = (
     "percent|points?|mpg|each|per|and")
 _UNITS_TAIL = re.compile(rf"(?<=[\d}}.)])\s*(?:\\?\s*(?:{_UNIT_WORDS})\b(?:\s*\^\s*\{{?[23]\}}?)?"
                          rf"\.?\s*)+$")
+_ELLIPSIS = re.compile(r"((?:^|,)\s*)(?:\.{3,}|…)(?=\s*(?:,|$))")
 _CURRENCY = re.compile(r"€|£|¥|₹|\bUSD\b|\bRs\.?(?=\s*\d)|\bEUR\b")
 
 
@@ -79,6 +80,65 @@ def _unwrap_text(s: str) -> str:
             j += 1
         inner = s[m.end():j - 1] if depth == 0 else s[m.end():]
         s = s[:m.start()] + " " + inner + " " + s[j:]
+    return s
+
+
+# plain-text maths as sympy, Python and many models print it: `2*sqrt(2)`, `log(3)`, `x**2`, `pi`
+_FUNC_NAMES = ("sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
+               "tanh|sin|cos|tan|cot|sec|csc")
+_PLAIN_CALL = re.compile(rf"(?<![\\A-Za-z])({_FUNC_NAMES})\s*\(")
+_PLAIN_RENAME = {"asin": "\\arcsin", "acos": "\\arccos", "atan": "\\arctan", "log": "\\ln"}
+_PLAIN_CONST = re.compile(r"(?<![\\A-Za-z])(pi|oo|infinity)(?![A-Za-z])")
+_POWER = re.compile(r"\*\*\s*([+-]?\s*(?:\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z(])|\\[a-zA-Z]+))")
+
+
+def _close_paren(s: str, i: int) -> int:
+    """Index of the `)` matching the `(` at `i`, or -1."""
+    depth = 0
+    for j in range(i, len(s)):
+        depth += {"(": 1, ")": -1}.get(s[j], 0)
+        if depth == 0:
+            return j
+    return -1
+
+
+def plain_to_latex(s: str) -> str:
+    r"""Plain-text function notation -> LaTeX: `sqrt(x)` -> `\sqrt{x}`, `cbrt(x)` -> `\sqrt[3]{x}`,
+    `log(x)`/`ln(x)` -> `\ln(x)` (in plain text, as in sympy, Python and numpy, `log` is the
+    natural log), `log(x, b)` -> `\log_{b}(x)`, `exp(x)` -> `e^{x}`, `asin` -> `\arcsin`, `pi` ->
+    `\pi`, `oo` -> `\infty`, `x**(n+1)` -> `x^{(n+1)}`. Only names written as calls change.
+
+    >>> plain_to_latex("2*sqrt(2) + log(8, 2) - exp(x**2)")
+    '2*\\sqrt{2} + \\log_{2}(8) - e^{(x^{2})}'
+    """
+    if "**" in s:
+        s = _POWER.sub(lambda m: "^{" + re.sub(r"\s+", "", m.group(1)) + "}", s)
+        while (i := s.find("**(")) >= 0 and (j := _close_paren(s, i + 2)) > 0:
+            s = s[:i] + "^{" + s[i + 2:j + 1] + "}" + s[j + 1:]      # x**(a+b) -> x^{(a+b)}
+        s = s.replace("**", "^")
+    s = _PLAIN_CONST.sub(lambda m: {"pi": "\\pi ", "oo": "\\infty ",
+                                    "infinity": "\\infty "}[m.group(1)], s)
+    for _ in range(50):
+        m = _PLAIN_CALL.search(s)
+        if not m:
+            break
+        open_ = m.end() - 1
+        close = _close_paren(s, open_)
+        if close < 0:
+            break
+        name, arg, rest = m.group(1), s[open_ + 1:close], s[close + 1:]
+        head = s[:m.start()]
+        if name in ("sqrt", "cbrt"):
+            s = head + ("\\sqrt{" if name == "sqrt" else "\\sqrt[3]{") + arg + "}" + rest
+        elif name == "exp":
+            s = head + "e^{(" + arg + ")}" + rest
+        elif name in ("log10", "log2"):
+            s = head + f"\\log_{{{name[3:]}}}(" + arg + ")" + rest
+        elif name == "log" and "," in arg and "(" not in arg:
+            x, base = arg.split(",", 1)
+            s = head + f"\\log_{{{base.strip()}}}(" + x.strip() + ")" + rest
+        else:
+            s = head + _PLAIN_RENAME.get(name, "\\" + name) + "(" + arg + ")" + rest
     return s
 
 
@@ -99,7 +159,9 @@ def normalize(s: str) -> str:
     s = _PERCENT.sub(" ", s)
     s = _CURRENCY.sub(" ", s)
     s = re.sub(r"\\sqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
+    s = plain_to_latex(s)
     s = re.sub(r"\s+", " ", s).strip()
+    s = _ELLIPSIS.sub(r"\1\\ldots", s)         # `1, 2, 3, ...`: the dots are a list element
     s = _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
     s = s.lstrip(" ;:").rstrip(" .;:")
     if s.startswith("**") and s.endswith("**"):
@@ -135,16 +197,19 @@ _DEC = r"(?:\d+\.\d*|\.\d+|\d+)"
 _NUM = re.compile(rf"^([+-]?)({_DEC})(?:(?:e|E)([+-]?\d+)|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*"
                   rf"\{{?\s*([+-]?\d+)\s*\}}?)?$")
 _FRAC = re.compile(r"^([+-]?)\\frac\{([+-]?\d+)\}\{([+-]?\d+)\}$|^([+-]?)(\d+)\s*/\s*(\d+)$")
+_MIXED = re.compile(r"^([+-]?)(\d+)\s+(\d+)\s*/\s*(\d+)$")
 _MAX_DIGITS = 4000   # Python refuses str->int above 4300 digits; longer numbers compare as text
 
 
 @dataclass(frozen=True)
 class Number:
     """A plain number read without sympy. `exact` is False for decimals (they carry stated
-    digits only); `digits` holds the canonical digit string of huge integers instead."""
+    digits only); `places` is then the last decimal place they state (`16386.16`: 2, `1.5e3`:
+    -2); `digits` holds the canonical digit string of huge integers instead."""
     value: Fraction | None
     exact: bool
     digits: str = ""
+    places: int = 0
 
 
 def parse_number(s: str) -> Number | None:
@@ -169,7 +234,15 @@ def parse_number(s: str) -> Number | None:
         value = Fraction(body) * (Fraction(10) ** int(exp) if exp else 1)
         value = -value if sign == "-" else value
         exact = "." not in body and "e" not in s.lower()
-        return Number(value, exact)
+        places = len(body.partition(".")[2]) - int(exp or 0)
+        return Number(value, exact, places=places)
+    m = _MIXED.match(s)
+    if m:                                         # `2 1/4` is 9/4, never 2 * 1/4
+        sign, whole, num, den = m.groups()
+        if max(len(whole), len(num), len(den)) > _MAX_DIGITS or int(den) == 0:
+            return None
+        value = int(whole) + Fraction(int(num), int(den))
+        return Number(-value if sign == "-" else value, True)
     m = _FRAC.match(s)
     if m:
         sign = m.group(1) or m.group(4) or ""
@@ -229,7 +302,7 @@ class Answer:
 
 
 _OPEN, _CLOSE = "([{", ")]}"
-_SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|"
+_SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])|(?<=[\d)\]}])(?:and|or)(?=[A-Za-z(\[{\\])|"
                   r"\s+(?:und|oder|et|ou|и|или)\s+|\s*(?:和|或|及)\s*")
 def _is_label(lhs: str) -> bool:
     r"""Is `lhs` a name (`x`, `a_{37}`, `(p,q)`, `f(x)`, `|AB|`, `\frac{NO}{BO}`, `A:B`)?"""
@@ -329,7 +402,8 @@ def _free_letters(s: str) -> bool:
 
 
 def _item(text: str) -> Item:
-    r"""`x = 3` -> Item('3', 'x'); `x \in [1,2]` -> Item('[1,2]', 'x'); `35+70=105` -> '105'."""
+    r"""`x = 3` -> Item('3', 'x'); `x \in [1,2]` -> Item('[1,2]', 'x'); `35+70=105` -> '105';
+    `x = \frac13 \approx 0.33` -> Item('\frac13', 'x'); `7 = 11a+c` stays an equation."""
     text = text.strip()
     if text.startswith("(") and text.endswith(")") and _top_level(text[1:-1], _RELATION) \
             and not _top_level(text[1:-1], re.compile(",")):
@@ -337,16 +411,22 @@ def _item(text: str) -> Item:
     rel = _top_level(text, _RELATION)
     if not rel:
         return Item(text)
+    approx = next((r for r in rel if r.group(0) in ("\\approx", "≈")), None)
+    if approx is not None and approx is not rel[0] and text[approx.end():].strip():
+        return _item(text[:approx.start()])       # the exact value; its approximation is a remark
     lhs, rhs = text[:rel[0].start()].strip(), text[rel[-1].end():].strip()
     if not rhs:
         return Item(text)
-    if rel[0].group(0) in ("\\approx", "≈") and not _is_label(lhs):
+    if approx is rel[0] and not _is_label(lhs):
         return Item(lhs)                          # exact value, then its approximation
     if _is_label(lhs):
         return Item(rhs, lhs.replace(" ", ""))
     if not _free_letters(lhs) and rel[-1].group(0) == "=":
-        return Item(rhs)                          # a worked computation: 35+70=105
-    return Item(text)
+        if len(rel) == 1 and _is_label(rhs):
+            return Item(lhs, rhs.replace(" ", ""))    # 5 = x
+        if not _free_letters(rhs):
+            return Item(rhs)                      # a worked computation: 35+70=105
+    return Item(text)                             # an equation: 7 = 11a+c
 
 
 def _labelled_groups(s: str) -> list[str] | None:

@@ -13,7 +13,6 @@ Layers, cheapest first (docs/math.md has the policy and the numbers):
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import re
 import time
 from dataclasses import dataclass
@@ -21,11 +20,11 @@ from typing import Sequence
 
 from rlvr.core import (ERROR, GOLD_UNPARSEABLE, INFRA_ERROR, OK, TIMEOUT, UNPARSED, BaseReward,
                        Completion, Task, Verdict, as_completion)
-from rlvr.pool import WorkerPool, default_pool
+from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 
 from ..parser import ThinkParser
 from .compare import Decision, decide
-from .extract import find_final
+from .extract import find_final, gold_boxes
 from .normalize import Answer, is_text, split_answer
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
@@ -53,11 +52,16 @@ def parse_gold(gold: str) -> GoldAnswer:
         gold = gold.rsplit("####", 1)[1]
     found = find_final(gold) if re.search(r"\\boxed|\\fbox|answer|<answer>", gold, re.I) \
         else None
-    text = found.parts[0] if found and len(found.parts) == 1 else gold
-    text = re.sub(r"^\s*\$+|\$+\s*$", "", text.strip()).strip()
+    parts = found.parts if found else (gold,)
+    if found and found.source == "boxed" and len(parts) > 1:
+        parts = gold_boxes(gold) or parts
+    parts = [re.sub(r"^\s*\$+|\$+\s*$", "", p.strip()).strip() for p in parts]
+    text = " | ".join(p for p in parts if p)
     if not text:
         return GoldAnswer(None, problem="empty gold answer")
-    answer = split_answer(text)
+    # several boxes (`\boxed{1}\boxed{2}`, "\boxed{1} papers and \boxed{2} bins"): one
+    # multi-part gold, as several boxes in a completion are read
+    answer = _combine([split_answer(p) for p in parts if p])
     if not answer.items:
         return GoldAnswer(None, text, problem=f"gold {gold[:80]!r} has no value")
     letter = ""
@@ -104,10 +108,6 @@ def symbolic_job(_ctx, item) -> Decision:
     if d.equal is None:
         return Decision(False, "could not decide", d.status)
     return d
-
-
-def _in_pool_worker() -> bool:
-    return multiprocessing.current_process().name == "rlvr-worker"
 
 
 class MathReward(BaseReward):
@@ -202,7 +202,7 @@ class MathReward(BaseReward):
 
     def _symbolic(self, pending, out, starts) -> None:
         jobs = [(gold, pred) for _, gold, pred, _ in pending]
-        inline = self.symbolic == "inline" or (self.symbolic == "auto" and _in_pool_worker())
+        inline = self.symbolic == "inline" or (self.symbolic == "auto" and in_pool_worker())
         if inline:
             for (i, _, _, text), job in zip(pending, jobs):
                 try:
