@@ -18,6 +18,7 @@ BUILTIN_MODULES = {
     "think_format": ("think-format",),
     "code": ("code", "humaneval", "code-stdio"),
     "math": ("math", "math-arithmetic", "countdown"),
+    "tool_envs": ("tool-arithmetic", "math-python", "code-feedback"),
 }
 
 

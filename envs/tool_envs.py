@@ -1,0 +1,204 @@
+"""Built-in multi-turn environments: `tool-arithmetic`, `math-python`, `code-feedback`.
+
+- `tool-arithmetic`: products and sums of numbers too large to work out in one's head, with a
+  `calculator` tool. A small model learns it on a CPU: the reward rises with the rate at which
+  it calls the tool and copies the result (docs/multiturn.md).
+- `math-python`: tool-integrated reasoning on math problems with a sandboxed, stateless `python`
+  tool; the math verifier judges the final answer.
+- `code-feedback`: write a function; the environment runs the tests in the sandbox and answers
+  with the failures (inputs and what the program did -- never the hidden expected outputs), up
+  to `max_attempts` attempts; the final attempt is scored, less an optional cost per attempt.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from rlvr.core import Task
+from rlvr.envs.registry import register_env
+from rlvr.verifiers.code import CodeTests, extract_code
+from rlvr.verifiers.format import ThinkFormat
+from rlvr.verifiers.numeric import NumericMatch
+from rlvr.verifiers.parser import ThinkParser
+from rlvr.verifiers.tools import Toolbox, calculator, python_tool
+
+from .base import ProceduralSource, RowSource
+from .code import CodeEnvironment
+from .multiturn import Episode, MultiTurnEnvironment, Reply, ToolEnvironment
+
+__all__ = ["BigArithmeticSource", "tool_arithmetic", "math_python", "code_feedback",
+           "CodeFeedbackEnvironment", "attempt_feedback"]
+
+CALC_SYSTEM = (
+    "You are a careful assistant with a calculator tool. Numbers this large cannot be "
+    "multiplied or added reliably in your head: call the calculator, then reply with the "
+    "result as 'Answer: <number>'.")
+
+
+@dataclass(frozen=True)
+class BigArithmeticSource(ProceduralSource):
+    """`a op b` with `digits`-digit operands; train/test split by a hash of the expression."""
+    digits: int = 4
+    ops: str = "*"
+    test_fraction: float = 0.2
+    prefix = "tool-arithmetic"
+
+    def __post_init__(self):
+        if not 1 <= self.digits <= 30:
+            raise ValueError("digits must be between 1 and 30")
+        if not self.ops or set(self.ops) - set("+-*"):
+            raise ValueError(f"ops must be a non-empty subset of '+-*', got {self.ops!r}")
+
+    def _make(self, split: str, seed: int, index: int) -> Task:
+        rng = random.Random(f"{seed}/{split}/{index}")
+        lo, hi = 10 ** (self.digits - 1), 10 ** self.digits - 1
+        while True:
+            a, b, op = rng.randint(lo, hi), rng.randint(lo, hi), rng.choice(self.ops)
+            expr = f"{a} {op} {b}"
+            h = int.from_bytes(hashlib.blake2b(expr.encode(), digest_size=8).digest(), "big")
+            if ("test" if h / 2**64 < self.test_fraction else "train") == split:
+                break
+        value = {"+": a + b, "-": a - b, "*": a * b}[op]
+        question = f"What is {expr}?"
+        prompt = [{"role": "system", "content": CALC_SYSTEM}, {"role": "user", "content": question}]
+        return Task(f"{self.prefix}/{split}/{seed}/{index}", prompt, str(value),
+                    {"question": question, "expression": expr})
+
+
+@register_env("tool-arithmetic")
+def tool_arithmetic(digits: int = 4, ops: str = "*", max_turns: int = 3, max_tokens: int = 256,
+                    tool_deadline_s: float = 5.0) -> ToolEnvironment:
+    """Big-number arithmetic with a `calculator` tool; exact match on the final number.
+
+    >>> env = tool_arithmetic()
+    >>> task = env.get_task("tool-arithmetic/train/0/0")
+    >>> env.reward.score(task, env.gold(task)).score
+    1.0
+    """
+    parser = ThinkParser()
+    return ToolEnvironment(
+        name="tool-arithmetic", source=BigArithmeticSource(digits, ops), version="1",
+        parser=parser, rewards=[(NumericMatch(parser), 1.0)],
+        gold=lambda t: f"Answer: {t.answer}",
+        description="Arithmetic on big numbers with a calculator tool (multi-turn).",
+        max_turns=max_turns, max_tokens=max_tokens,
+        toolbox=Toolbox([calculator], deadline_s=tool_deadline_s))
+
+
+PYTHON_SYSTEM = (
+    " You may call the `python` tool to run a Python program (each call starts fresh; print "
+    "what you need). When you are done, give the final answer in <answer> </answer> tags.")
+
+
+@register_env("math-python")
+def math_python(data: str | None = None, split: str = "train", config: str | None = None,
+                limit: int | None = None, max_turns: int = 4, max_tokens: int = 1536,
+                tool_deadline_s: float = 15.0, deadline_s: float = 5.0) -> ToolEnvironment:
+    """Math problems with a sandboxed, stateless `python` tool (stdout returned, truncated);
+    MathReward judges the final answer. `data` as for the `math` environment."""
+    from rlvr.verifiers.math import MathReward
+
+    from .math import load_rows, rows_to_math_tasks
+    tasks = rows_to_math_tasks(load_rows(data, split, config, None, limit), split, "chat")
+    for t in tasks:
+        t.prompt = [{**t.prompt[0], "content": t.prompt[0]["content"] + PYTHON_SYSTEM},
+                    *t.prompt[1:]]
+    parser = ThinkParser()
+    return ToolEnvironment(
+        name="math-python", source=RowSource({split: tasks}), version="1", parser=parser,
+        rewards=[(MathReward(parser, deadline_s=deadline_s), 1.0), (ThinkFormat(parser), 0.0)],
+        description="Math with a sandboxed python tool; final-answer equivalence.",
+        max_turns=max_turns, max_tokens=max_tokens,
+        toolbox=Toolbox([python_tool], deadline_s=tool_deadline_s))
+
+
+# --------------------------------------------------------------------------- code-feedback
+
+def _call(entry: str, args) -> str:
+    return f"{entry}({', '.join(repr(a) for a in args)})"[:200]
+
+
+def attempt_feedback(code: str, tests: CodeTests, reward) -> tuple[bool, str]:
+    """(all passed, feedback text) for one attempt, run by `reward` (a CodeReward) in its
+    sandbox. Failures show the input and what the program did, never the expected output."""
+    from rlvr.verifiers.code import DRIVER, _check_case, _parse_channel
+    from rlvr.verifiers.code_driver import decode
+    limits, files = reward._request(code, tests)
+    res = reward.sandbox.run(DRIVER.read_text(), files=files, limits=limits)
+    if res.status == "infra_error":
+        return False, "The test harness is unavailable right now; try again."
+    n = len(tests.cases)
+    records, problem = _parse_channel(res.channel, n)
+    if problem:
+        return False, f"0/{n} tests passed: {problem}."
+    lines = []
+    for i, case in enumerate(tests.cases):
+        rec = records.get(i)
+        if rec is None:
+            why = f"no result ({res.reason or res.status})"
+        elif not _check_case(case, rec, tests, reward.float_tol):
+            continue
+        elif tests.entry_point is None:
+            why = "timed out" if rec.get("timeout") else \
+                f"wrong output (exit code {rec.get('rc')}): {str(rec.get('stdout', ''))[:200]!r}"
+        elif "error" in rec:
+            why = f"raised {str(rec['error'])[:200]}"
+        else:
+            why = f"returned a wrong value: {repr(decode(rec['value']))[:120]}"
+        shown = _call(tests.entry_point, case.input) if tests.entry_point else \
+            f"stdin {str(case.input)[:120]!r}"
+        lines.append(f"- test {i}: {shown} {why}")
+    if not lines:
+        return True, f"All {n} tests passed."
+    return False, f"{n - len(lines)}/{n} tests passed. Failing:\n" + "\n".join(lines[:5]) + \
+        "\nFix the code and answer with the whole corrected function in a ```python block."
+
+
+@dataclass
+class CodeFeedbackEnvironment(MultiTurnEnvironment, CodeEnvironment):
+    """Answers each attempt with its test failures until the tests pass or attempts run out."""
+    feedback_reward: object = None
+
+    def respond_batch(self, tasks, episodes):
+        with ThreadPoolExecutor(4) as ex:
+            return list(ex.map(self.respond, tasks, episodes))
+
+    def respond(self, task: Task, episode: Episode) -> Reply:
+        if episode.turns >= self.max_turns:      # the reward scores the last attempt
+            return Reply(done=True, reason="max_turns")
+        code = extract_code(self.parser.parse(episode.text).answer)
+        if code is None:
+            return Reply([{"role": "user", "content": "I found no ```python code block in your "
+                           "answer. Put the whole function in one ```python block."}])
+        passed, text = attempt_feedback(code, task.answer, self.feedback_reward)
+        if passed:
+            return Reply(done=True, reason="stop")
+        return Reply([{"role": "user", "content": text}])
+
+
+@register_env("code-feedback")
+def code_feedback(data: str | None = None, split: str = "train", max_attempts: int = 3,
+                  attempt_cost: float = 0.0, backend: str = "process",
+                  all_or_nothing: bool = False, wall_s: float = 10.0, max_tokens: int = 2048,
+                  pooled: bool = True) -> CodeFeedbackEnvironment:
+    """Write a function, see the failing tests, fix it: up to `max_attempts` attempts; the final
+    attempt is scored like `code` (fraction of tests passed), less `attempt_cost` per extra
+    attempt. Rows as for the `code` environment."""
+    from rlvr.sandbox.base import Limits
+    from rlvr.verifiers.code import CodeReward
+
+    from .code import SAMPLES, _gold, _load_rows, code_reward, code_tasks
+    from .multiturn import FinalAttempt
+    tasks = code_tasks(_load_rows(data or SAMPLES, split), "code-feedback")
+    parser = ThinkParser()
+    final = FinalAttempt(code_reward(backend, all_or_nothing, wall_s, pooled, parser),
+                         attempt_cost)
+    return CodeFeedbackEnvironment(
+        name="code-feedback", source=RowSource({split: tasks}), version="1", parser=parser,
+        rewards=[(final, 1.0)], gold=_gold,
+        description="Code with test feedback over several attempts; the final attempt scores.",
+        max_turns=max_attempts, max_tokens=max_tokens,
+        feedback_reward=CodeReward(backend=backend, limits=Limits(wall_s=wall_s, cpu_s=wall_s),
+                                   parser=parser))
