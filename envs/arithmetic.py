@@ -7,11 +7,11 @@ scoring rows need only the id.
 """
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 
 from rlvr.core import Task
+from rlvr.splits import hash_split
 from rlvr.envs.registry import register_env
 from rlvr.verifiers.format import ThinkFormat
 from rlvr.verifiers.numeric import NumericMatch
@@ -50,8 +50,7 @@ class ArithmeticSource(ProceduralSource):
             raise ValueError("prompt_style must be 'chat' or 'base'")
 
     def split_of(self, expr: str) -> str:
-        bucket = int.from_bytes(hashlib.blake2b(expr.encode(), digest_size=8).digest(), "big")
-        return "test" if bucket / 2**64 < self.test_fraction else "train"
+        return hash_split(expr, self.test_fraction)
 
     def _expression(self, rng: random.Random) -> str:
         nums = [str(rng.randint(0, self.max_value)) for _ in range(self.n_terms)]

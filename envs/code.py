@@ -19,13 +19,14 @@ Row formats (JSONL, Parquet, a saved `datasets` directory or a hub id):
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
 from rlvr.core import Task
+from rlvr.pool import in_pool_worker
+from rlvr.rows import BadRow, iter_rows
 from rlvr.pooled_reward import PooledReward
 from rlvr.envs.registry import register_env
 from rlvr.sandbox.base import Limits
@@ -93,18 +94,12 @@ def code_tasks(rows, prefix: str = "code", prompt_style: str = "chat") -> list[T
 
 
 def _load_rows(data: str | Path, split: str) -> list[dict]:
-    path = Path(data)
-    if path.is_file():
-        if path.suffix in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-            return pq.read_table(path).to_pylist()
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    import datasets
-    if path.is_dir():
-        ds = datasets.load_from_disk(str(path))
-        return list(ds[split] if isinstance(ds, datasets.DatasetDict) else ds)
-    return list(datasets.load_dataset(str(data), split=split))   # a hub id (the real path)
+    rows = []
+    for line, row in iter_rows(data, split):
+        if isinstance(row, BadRow):
+            raise ValueError(f"{data}, line {line}: {row.reason}")
+        rows.append(row)
+    return rows
 
 
 def _gold(task: Task) -> str:
@@ -127,10 +122,6 @@ class CodeEnvironment(Environment):
         return super().task_from_row(row, id_field, answer_field)
 
 
-def _in_pool_worker() -> bool:
-    return mp.current_process().name == "rlvr-worker"
-
-
 def code_reward(backend: str = "process", all_or_nothing: bool = False, wall_s: float = 10.0,
                 pooled: bool = True, parser: ThinkParser | None = None):
     """A CodeReward, run through the worker pool unless we already are in a pool worker (then
@@ -138,7 +129,7 @@ def code_reward(backend: str = "process", all_or_nothing: bool = False, wall_s: 
     reward = CodeReward(backend=backend, all_or_nothing=all_or_nothing,
                         limits=Limits(wall_s=wall_s, cpu_s=wall_s),
                         parser=parser or ThinkParser())
-    if not pooled or _in_pool_worker():
+    if not pooled or in_pool_worker():
         return reward
     return PooledReward(reward, deadline_s=(wall_s + 20) * (reward.retries + 1))
 

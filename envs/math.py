@@ -9,12 +9,14 @@ r"""Math environments scored by `rlvr.verifiers.math`.
 """
 from __future__ import annotations
 
-import hashlib
 import random
+from itertools import islice
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.core import Task
+from rlvr.rows import BadRow, iter_rows
+from rlvr.splits import hash_split
 from rlvr.envs.registry import register_env
 from rlvr.verifiers.format import ThinkFormat
 from rlvr.verifiers.math import MathReward, parse_gold
@@ -47,35 +49,16 @@ BUILTIN_ROWS = [
 
 def load_rows(data: str | None = None, split: str = "train", config: str | None = None,
               cache_dir: str | None = None, limit: int | None = None) -> list[dict]:
-    """Rows from a local file or directory, or a Hugging Face dataset id.
-
-    Local JSONL/JSON/Parquet files go through `datasets.load_dataset("json"|"parquet", ...)`,
-    a directory written by `Dataset.save_to_disk` through `load_from_disk`, anything else is a
-    hub id for `load_dataset(data, config, split=...)` (the hub is only reached for that).
-    """
+    """Rows from a local file or directory, or a Hugging Face dataset id (`rlvr.rows`);
+    `config` and `cache_dir` go to `datasets.load_dataset` for hub ids."""
     if data is None:
         return [dict(r) for r in BUILTIN_ROWS][:limit]
-    import datasets
-    path = Path(data)
-    if path.is_file():
-        kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".pq": "parquet",
-                ".csv": "csv"}.get(path.suffix.lower())
-        if kind is None:
-            raise ValueError(f"{data}: expected a .jsonl, .json, .parquet or .csv file")
-        ds = datasets.load_dataset(kind, data_files={split: str(path)}, split=split,
-                                   cache_dir=cache_dir)
-    elif path.is_dir() and ((path / "dataset_info.json").exists()
-                            or (path / "dataset_dict.json").exists()):
-        ds = datasets.load_from_disk(str(path))
-        if isinstance(ds, datasets.DatasetDict):
-            if split not in ds:
-                raise KeyError(f"{data} has splits {list(ds)}, not {split!r}")
-            ds = ds[split]
-    else:
-        ds = datasets.load_dataset(data, config, split=split, cache_dir=cache_dir)
-    if limit is not None:
-        ds = ds.select(range(min(limit, len(ds))))
-    return [dict(r) for r in ds]
+    rows = []
+    for line, row in islice(iter_rows(data, split, config=config, cache_dir=cache_dir), limit):
+        if isinstance(row, BadRow):
+            raise ValueError(f"{data}, line {line}: {row.reason}")
+        rows.append(dict(row))
+    return rows
 
 
 def _field(row: dict, wanted: str | None, choices: tuple[str, ...], what: str) -> str:
@@ -204,8 +187,7 @@ class CountdownSource(ProceduralSource):
         _check_style(self.prompt_style)
 
     def _split_of(self, numbers: list[int], target: int) -> str:
-        h = hashlib.blake2b(f"{sorted(numbers)}->{target}".encode(), digest_size=8).digest()
-        return "test" if int.from_bytes(h, "big") / 2**64 < self.test_fraction else "train"
+        return hash_split(f"{sorted(numbers)}->{target}", self.test_fraction)
 
     def _draw(self, rng: random.Random) -> tuple[list[int], int, str] | None:
         numbers = [rng.randint(1, self.max_number) for _ in range(self.n_numbers)]

@@ -118,6 +118,12 @@ class Outcome:
 
 # --------------------------------------------------------------------------- worker side
 
+def in_pool_worker() -> bool:
+    """True inside a pool worker: a reward that would start its own pool (or a process-per-call
+    checker) runs inline there instead, since the worker already has a hard deadline."""
+    return mp.current_process().name == _WORKER_NAME
+
+
 def _watch_parent(parent_pid: int) -> None:
     """Exit if the host dies, even mid-call: orphaned workers must not outlive their pool."""
     while True:

@@ -37,7 +37,8 @@ def looks_like_hub_id(source: str) -> bool:
 
 
 def input_kind(source: str | Path) -> str:
-    """'jsonl', 'parquet', 'saved' (a `datasets` directory) or 'hub'; a clear error otherwise."""
+    """'jsonl' (JSON lines, or one JSON array in a .json file), 'parquet', 'saved' (a directory:
+    saved by `datasets`, or a local dataset repository) or 'hub'; a clear error otherwise."""
     path = Path(source)
     if path.is_file():
         suffix = path.suffix.lower()
@@ -61,16 +62,19 @@ def open_lines(path: str | Path, start_after: int = 0) -> TextIO:
 
 
 def iter_rows(source: str | Path, split: str = "train", start_after: int = 0, *,
-              config: str | None = None) -> Iterator[tuple[int, Any]]:
+              config: str | None = None, cache_dir: str | None = None
+              ) -> Iterator[tuple[int, Any]]:
     """(n, row) for every row after `start_after`; a JSON line that does not parse yields
-    `(n, BadRow(reason))` instead of stopping the read."""
+    `(n, BadRow(reason))` instead of stopping the read. `config` and `cache_dir` go to
+    `datasets.load_dataset` for hub ids and local dataset folders."""
     kind = input_kind(source)
     if kind == "jsonl":
-        yield from _jsonl_rows(source, start_after)
+        yield from (_json_array_rows(source, start_after) if _is_json_array(source)
+                    else _jsonl_rows(source, start_after))
     elif kind == "parquet":
         yield from _parquet_rows(source, start_after)
     else:
-        yield from _dataset_rows(str(source), split, start_after, config, kind == "hub")
+        yield from _dataset_rows(str(source), split, start_after, config, cache_dir, kind)
 
 
 def _jsonl_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
@@ -81,6 +85,23 @@ def _jsonl_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
                     yield n, json.loads(raw)
                 except json.JSONDecodeError as exc:
                     yield n, BadRow(f"bad JSON ({exc.msg} at column {exc.colno})")
+
+
+def _is_json_array(path) -> bool:
+    """A .json file holding one JSON array of rows (not JSON lines)."""
+    if Path(path).suffix.lower() != ".json":
+        return False
+    with open(path, "rb") as f:
+        return f.read(4096).lstrip()[:1] == b"["
+
+
+def _json_array_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8") as f:
+        try:
+            rows = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: bad JSON ({exc.msg} at line {exc.lineno})") from None
+    yield from ((n, row) for n, row in enumerate(rows, start=1) if n > start_after)
 
 
 def _parquet_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
@@ -97,10 +118,15 @@ def _parquet_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
 
 
 def _dataset_rows(source: str, split: str, start_after: int, config: str | None,
-                  hub: bool) -> Iterator[tuple[int, Any]]:
+                  cache_dir: str | None, kind: str) -> Iterator[tuple[int, Any]]:
     import datasets
-    if hub:   # streamed, so memory stays flat on large sets
-        ds = datasets.load_dataset(source, config, split=split, streaming=True)
+    saved = kind == "saved" and any((Path(source) / name).exists()
+                                    for name in ("dataset_info.json", "dataset_dict.json"))
+    if kind == "hub":   # streamed, so memory stays flat on large sets
+        ds = datasets.load_dataset(source, config, split=split, streaming=True,
+                                   cache_dir=cache_dir)
+    elif not saved:     # a local dataset repository (data files plus a loading recipe)
+        ds = datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
     else:
         ds = datasets.load_from_disk(source)
         if isinstance(ds, datasets.DatasetDict):
@@ -118,7 +144,7 @@ def count_rows(source: str | Path) -> int | None:
     if kind == "parquet":
         import pyarrow.parquet as pq
         return pq.ParquetFile(source).metadata.num_rows
-    if kind == "jsonl":
+    if kind == "jsonl" and not _is_json_array(source):
         with open(source, "rb") as f:
             return sum(1 for raw in f if raw.strip())
     return None

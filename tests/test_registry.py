@@ -101,7 +101,7 @@ def test_entry_point_group_adds_third_party_envs(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-env\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[rlvr.envs]\nthirdparty = thirdparty_env:make\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from rlvr import registry
+    from rlvr.envs import registry
     monkeypatch.setattr(registry, "_discovered", False)
     assert "thirdparty" in rlvr.list_envs()
     assert load_env("thirdparty").reward.score(Task("a", answer="1"), "<answer>1</answer>").score == 1.0
@@ -176,7 +176,8 @@ def test_builtin_module_table_matches_what_the_modules_register():
     # envs.BUILTIN_MODULES lets a worker import one environment's module alone; it must name
     # exactly what each module registers, or a built-in environment would go missing.
     import importlib
-    from rlvr import envs, registry
+    from rlvr import envs
+    from rlvr.envs import registry
     registry._discover()
     for module, names in envs.BUILTIN_MODULES.items():
         mod = importlib.import_module(f"rlvr.envs.{module}")

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from rlvr.core import STATUSES
+from rlvr.stats import quantile
 from rlvr.verifiers.parser import ThinkParser
 
 __all__ = ["rollout_metrics", "MetricsLogger", "peak_memory_gib"]
@@ -18,13 +19,6 @@ __all__ = ["rollout_metrics", "MetricsLogger", "peak_memory_gib"]
 def _mean(xs) -> float:
     xs = list(xs)
     return float(sum(xs) / len(xs)) if xs else float("nan")
-
-
-def _quantile(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return float(xs[min(len(xs) - 1, int(q * len(xs)))])
 
 
 def rollout_metrics(rollout, env, tokenizer, reflection_phrases) -> dict:
@@ -54,8 +48,8 @@ def _verifier_metrics(rollout, name: str) -> dict:
     out = {f"verifier/{name}/{s}_rate": sum(v.status == s for v in rollout.verdicts) / n
            for s in STATUSES}
     lat = [v.latency_s for v in rollout.verdicts]
-    out[f"verifier/{name}/latency_p50_s"] = _quantile(lat, 0.5)
-    out[f"verifier/{name}/latency_p99_s"] = _quantile(lat, 0.99)
+    out[f"verifier/{name}/latency_p50_s"] = quantile(lat, 0.5)
+    out[f"verifier/{name}/latency_p99_s"] = quantile(lat, 0.99)
     return out
 
 

@@ -86,13 +86,13 @@ class MakePrefsSummary:
 
 def read_completions(cfg: MakePrefsConfig, env) -> tuple[dict[str, tuple[Task, list]], list[str]]:
     """Group a completions file by task: {task id: (task, [Completion...])}, bad-row messages."""
-    from .reward_model import iter_rows
+    from rlvr.rows import BadRow, iter_rows
     groups: dict[str, tuple[Task, list]] = {}
     problems = []
     for line, row in iter_rows(cfg.completions):
         try:
-            if isinstance(row, str):
-                raise ValueError(row)
+            if isinstance(row, BadRow):
+                raise ValueError(row.reason)
             if not isinstance(row, dict):
                 raise ValueError(f"expected an object, got {type(row).__name__}")
             text = row.get(cfg.completion_field)

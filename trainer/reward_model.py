@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from rlvr.rows import BadRow, iter_rows
 from rlvr.verifiers.reward_model import ScalarModel, load_scalar_model, render_pair
 
 __all__ = ["TrainRMConfig", "PreferencePair", "read_preferences", "bradley_terry_loss",
@@ -110,47 +111,6 @@ class PreferencePair:
     line: int = 0
 
 
-def iter_rows(source: str, split: str = "train") -> Iterator[tuple[int, Any]]:
-    """(line or row number, row) from JSONL, Parquet, a saved `datasets` dir or a hub id.
-
-    A JSONL line that is not JSON yields the error message (a str) instead of a row.
-    """
-    path = Path(source)
-    if path.is_file() and path.suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-        n = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
-            for row in batch.to_pylist():
-                n += 1
-                yield n, row
-    elif path.is_file():
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for n, raw in enumerate(f, start=1):
-                if raw.strip():
-                    try:
-                        yield n, json.loads(raw)
-                    except json.JSONDecodeError as exc:
-                        yield n, f"bad JSON ({exc.msg} at column {exc.colno})"
-    elif path.is_dir() or (_looks_like_hub_id(source) and not path.exists()):
-        import datasets
-        if path.is_dir():
-            ds = datasets.load_from_disk(source)
-            ds = ds[split] if isinstance(ds, datasets.DatasetDict) else ds
-        else:   # a hub id: the real path (tests use files)
-            ds = datasets.load_dataset(source, split=split)
-        yield from enumerate(ds, start=1)
-    else:
-        raise FileNotFoundError(f"input {source!r} does not exist (expected a file, a "
-                                "`datasets` directory or a hub dataset id)")
-
-
-def _looks_like_hub_id(source: str) -> bool:
-    """'org/name' with no file suffix and no leading './' or '/': a missing local file such as
-    'data/prefs.jsonl' is reported as missing, not sent to the hub."""
-    return source.count("/") == 1 and not source.startswith((".", "/")) \
-        and Path(source).suffix not in (".jsonl", ".json", ".parquet", ".pq")
-
-
 def read_preferences(source: str, split: str = "train") -> tuple[list[PreferencePair], list[str]]:
     """All usable pairs, and one message per bad row ("line N: why") -- bad rows are skipped."""
     pairs, problems = [], []
@@ -169,8 +129,8 @@ def to_pair(row: Any, line: int = 0) -> PreferencePair:
     assistant messages; or `chosen`/`rejected` as whole conversations with no `prompt`, whose
     common prefix is the prompt (the "implicit prompt" form of HH-RLHF-style data).
     """
-    if isinstance(row, str):
-        raise ValueError(row)
+    if isinstance(row, BadRow):
+        raise ValueError(row.reason)
     if not isinstance(row, dict):
         raise ValueError(f"expected an object, got {type(row).__name__}")
     missing = [k for k in ("chosen", "rejected") if row.get(k) is None]
@@ -268,18 +228,11 @@ TINY_CHAT_TEMPLATE = (
 def build_tiny_tokenizer():
     """A character-level tokenizer built offline (printable ASCII + chat specials)."""
     import string
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+
+    from .tiny import char_tokenizer
     specials = ["<pad>", "<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
     chars = [c for c in string.printable if c not in "\x0b\x0c\r"]
-    tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(specials + chars)},
-                                     unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    tok.add_special_tokens(specials)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>",
-                                   bos_token="<s>", eos_token="</s>",
-                                   chat_template=TINY_CHAT_TEMPLATE)
+    return char_tokenizer(specials, chars, r"[\s\S]", TINY_CHAT_TEMPLATE, register_specials=True)
 
 
 def build_tiny_reward_model(out_dir: str | Path, kind: str = "classifier", *, hidden_size: int = 64,
@@ -291,15 +244,12 @@ def build_tiny_reward_model(out_dir: str | Path, kind: str = "classifier", *, hi
     zero-initialised head; `causal_lm=True` -> a language model (a toy policy for make-prefs).
     """
     import torch
-    from transformers import (AutoModel, AutoModelForCausalLM,
-                              AutoModelForSequenceClassification, LlamaConfig)
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    from .tiny import tiny_llama_config
     tokenizer = build_tiny_tokenizer()
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
-                         intermediate_size=2 * hidden_size, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=heads,
-                         max_position_embeddings=max_positions, num_labels=1,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False)
+    config = tiny_llama_config(tokenizer, layers, hidden_size, heads, max_positions=max_positions,
+                               tie_word_embeddings=False, num_labels=1)
     torch.manual_seed(seed)
     out = Path(out_dir)
     if causal_lm:

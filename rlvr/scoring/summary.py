@@ -10,6 +10,7 @@ from functools import reduce
 from operator import add
 
 from rlvr.core import FAILED_STATUSES, STATUSES
+from rlvr.stats import quantile
 
 __all__ = ["ScoreSummary", "UNSCORED", "failure_key"]
 
@@ -83,7 +84,7 @@ class ScoreSummary:
 
     def to_dict(self) -> dict:
         ordered = sorted(self.latencies)        # sorted once for both percentiles
-        pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0  # noqa: E731
+        pick = lambda q: quantile(ordered, q, presorted=True) if ordered else 0.0  # noqa: E731
         return {"rows": self.rows, "resumed_rows": self.resumed_rows,
                 "mean_score": self.mean_score, "scored_rows": self.scored,
                 "mean_score_all_rows": self.mean_all_rows, "failed_rows": self.error_rows,
