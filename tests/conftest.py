@@ -12,3 +12,24 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# The slow tier: `pytest -m "not slow"` runs the rest in about two minutes for day-to-day work;
+# `.ci/run` runs everything. One table, by test file or test name (parametrised ids included),
+# so a slow test is marked where anyone looks for the tiers, not scattered through the files.
+SLOW = (
+    "test_distributed.py",                                   # torchrun, two processes per test
+    "test_reward_model_train.py",                            # trains reward models
+    "test_trainer.py::test_every_preset_trains_through_the_cli",
+    "test_trainer.py::test_resume_is_exact",
+    "test_integrations.py::test_trl_grpo_trainer_runs_one_step_on_rlvr_rewards",
+    "test_r1zero.py::test_r1zero_script_tiny_mode_runs_trains_and_plots",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        node = item.nodeid.split("/")[-1]
+        if any(node == s or node.startswith(s + "[") or node.startswith(s + "::")
+               or (s.endswith(".py") and node.startswith(s)) for s in SLOW):
+            item.add_marker(pytest.mark.slow)
