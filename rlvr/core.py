@@ -16,7 +16,7 @@ __all__ = [
     "WeightedSum", "reward", "as_completion",
 ]
 
-# Status vocabulary (DESIGN.md). `ok` means "scored normally": right or wrong lives in `score`.
+# Status vocabulary (README, "Vocabulary"). `ok` means "scored normally": right or wrong lives in `score`.
 OK, UNPARSED, GOLD_UNPARSEABLE, TIMEOUT, ERROR, INFRA_ERROR = (
     "ok", "unparsed", "gold_unparseable", "timeout", "error", "infra_error")
 STATUSES = (OK, UNPARSED, GOLD_UNPARSEABLE, TIMEOUT, ERROR, INFRA_ERROR)
@@ -111,7 +111,7 @@ class BaseReward:
     """Convenience base: implement `_score`; get timing, the error boundary and a batch form.
 
     The boundary turns an exception into a counted `error` verdict carrying its message -- never
-    into a 0.0 score (STYLE.md habit 5).
+    into a 0.0 score: a failure is counted, never mistaken for a wrong answer.
     """
     name: str = "reward"
     version: str = "1"
