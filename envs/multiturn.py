@@ -175,6 +175,7 @@ class FinalAttempt(BaseReward):
     def __init__(self, inner, cost: float = 0.0):
         self.inner, self.cost = inner, float(cost)
         self.name, self.version = inner.name, f"{inner.version}-cost{self.cost:g}"
+        self.max_verify_s = getattr(inner, "max_verify_s", BaseReward.max_verify_s)
 
     def required_fields(self):
         return self.inner.required_fields() if hasattr(self.inner, "required_fields") else set()
