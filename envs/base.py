@@ -143,6 +143,12 @@ class Environment:
         raise KeyError(f"row has neither {answer_field!r} (gold answer) nor {id_field!r} "
                        "(task id) nor 'prompt'")
 
+    def summary_counts(self, verdict) -> Mapping[str, tuple[float, float]]:
+        """Counts `rlvr score` adds up over the rows of a run and reports as ratios, as
+        {name: (hits, out of)} for one verdict; none by default. A benchmark whose headline
+        numbers are not the mean score says so here (IFEval: accuracy per instruction)."""
+        return {}
+
     def describe(self) -> dict:
         return {"name": self.name, "version": self.version, "description": self.description,
                 "splits": list(self.source.splits),

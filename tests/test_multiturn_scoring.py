@@ -24,9 +24,6 @@ def episodes(tmp_path_factory):
     return env, r, env.reward.score_batch(r.tasks, r.completions)
 
 
-# rlvr/scoring/run.py (the lead's) reads `messages` rows once its `_prepare` calls
-# rlvr.envs.multiturn.episode_from_row; strict, so this marker must go when it does.
-@pytest.mark.xfail(strict=True, reason="rlvr score does not read `messages` rows yet")
 @pytest.mark.parametrize("workers", [0, 1])
 def test_rlvr_score_on_messages_gives_the_trainers_verdicts(tmp_path, episodes, workers):
     env, r, trained = episodes

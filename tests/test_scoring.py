@@ -84,7 +84,8 @@ def test_malformed_rows_become_error_rows_with_line_numbers(tmp_path, capsys):
     assert [r["status"] for r in got] == ["ok", "error", "error", "error", "error", "error", "ok"]
     reasons = [r["reason"] for r in got]
     assert reasons[1].startswith("line 2: bad JSON")
-    assert reasons[2] == "line 3: field 'completion' must be a string, got int"
+    assert reasons[2] == ("line 3: field 'completion' must be a string or a list of chat "
+                          "messages, got int")
     assert reasons[3] == "line 4: expected a JSON object, got list"
     assert "line 5: row has neither 'answer' (gold answer) nor 'id' (task id) nor 'prompt'" == reasons[4]
     assert reasons[5].startswith("line 6: bad arithmetic task id 'arithmetic/bogus'")
@@ -315,17 +316,17 @@ def test_json_encoder_writes_what_json_dumps_writes():
 
 
 def test_chunk_summaries_fold_to_the_row_by_row_summary():
-    # (text, status, score, latency, id, reason): ties in latency, unscored statuses, a None
+    # (text, status, score, latency, id, reason, counts): ties in latency, unscored statuses, a None
     # score; unscored rows carry a reason (with the line prefix the summary strips)
     results = [("{}", st, sc, lat, f"r{i}",
-                f"line {11 + i}: broke" if st in UNSCORED else None)
+                f"line {11 + i}: broke" if st in UNSCORED else None, None)
                for i, (st, sc, lat) in enumerate([
         ("ok", 1.0, 0.5), ("ok", 0.1, 0.2), ("timeout", 0.0, 2.0), ("unparsed", 0.0, 0.5),
         ("error", 0.0, 0.5), ("ok", 0.3, 0.7), ("gold_unparseable", 0.0, 0.1),
         ("ok", None, 0.5), ("ok", 0.7, 0.01), ("infra_error", 0.0, 0.5)])]
     lines = range(11, 21)
     by_row, by_chunk = ScoreSummary(), ScoreSummary()
-    for line, (_, st, sc, lat, row_id, reason) in zip(lines, results):
+    for line, (_, st, sc, lat, row_id, reason, _counts) in zip(lines, results):
         by_row.add(st, sc, lat, line, row_id, reason)
     for lo, hi in ((0, 4), (4, 5), (5, 10)):
         part = _Scored.of(lines[lo:hi], results[lo:hi])

@@ -15,12 +15,14 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rlvr import __version__
 from rlvr.core import ERROR, INFRA_ERROR, TIMEOUT, Completion, Verdict
+from rlvr.envs.multiturn import TranscriptError, episode_from_row
 from rlvr.envs.registry import build_env, env_module, load_env
 from rlvr.pool import Factory, WorkerPool, mark_step
 from rlvr.pooled_reward import derive_deadline
 from rlvr.rows import count_rows, input_kind, iter_rows, open_lines
 
-from .summary import UNSCORED, ScoreSummary, failure_key
+from .fields import completion_text, get_field, with_fields
+from .summary import UNSCORED, ScoreSummary, add_counts, failure_key, solved_flags, task_key
 
 __all__ = ["ScoreConfig", "score_file", "resolve"]
 
@@ -123,6 +125,12 @@ class _RowSpec:
     verifier: str
     batch_rows: int = 1
 
+    @property
+    def nested(self) -> tuple[str, ...]:
+        """The field names that are dotted paths (rlvr.scoring.fields)."""
+        return tuple(f for f in (self.id_field, self.answer_field, self.completion_field)
+                     if "." in f)
+
 
 def _json_encoder() -> Callable[[Any], str]:
     """`json.dumps(obj, ensure_ascii=False, default=str)`, without its per-call set-up.
@@ -160,11 +168,13 @@ class _RowScorer:
 
     def __init__(self, spec: _RowSpec, env=None):
         self.spec, self.env = spec, env
+        self._counts = env.summary_counts if env is not None else None
         self._encode = _json_encoder()
         self._versions: dict[str, dict] = {}      # verdict.version -> the output's `versions`
 
     def one(self, line: int, raw) -> tuple:
-        """Raw row -> (output JSON line, status, score, latency, id). Never raises."""
+        """Raw row -> (output JSON line, status, score, latency, id, reason, counts). Never
+        raises."""
         start = time.perf_counter()
         try:
             row, task, completion, failed = _prepare(self.env, self.spec, line, raw)
@@ -205,8 +215,9 @@ class _RowScorer:
                              "reason": verdict.reason, "latency_s": round(verdict.latency_s, 6),
                              "components": verdict.components, "versions": versions})
         reason = verdict.reason if verdict.status in UNSCORED else None
+        counts = self._counts(verdict) if self._counts else None
         return (text, verdict.status, verdict.score, verdict.latency_s,
-                row.get(self.spec.id_field), reason)
+                row.get(self.spec.id_field), reason, counts)
 
 
 def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
@@ -215,9 +226,15 @@ def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
     if problem:
         return row, None, None, Verdict(0.0, ERROR, reason=problem)
     try:
-        task = env.task_from_row(row, spec.id_field, spec.answer_field)
-        completion = Completion(row[spec.completion_field],
-                                finish_reason=row.get("finish_reason") or "stop")
+        view = with_fields(row, spec.nested)
+        if spec.completion_field not in view and "messages" in view:   # a transcript row
+            task, completion = episode_from_row(env, view, line)
+            return row, task, completion, None
+        text = completion_text(get_field(view, spec.completion_field), spec.completion_field)
+        task = env.task_from_row(view, spec.id_field, spec.answer_field)
+        completion = Completion(text, finish_reason=row.get("finish_reason") or "stop")
+    except TranscriptError as exc:      # already names its line
+        return row, None, None, Verdict(0.0, ERROR, reason=str(exc))
     except (KeyError, TypeError, ValueError) as exc:
         message = exc.args[0] if exc.args else exc
         return row, None, None, Verdict(0.0, ERROR, reason=f"line {line}: {message}")
@@ -235,11 +252,6 @@ def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
         row = raw
     if not isinstance(row, dict):
         return {"raw": row}, f"line {line}: expected a JSON object, got {type(row).__name__}"
-    if spec.completion_field not in row:
-        return row, f"line {line}: missing field {spec.completion_field!r}"
-    if not isinstance(row[spec.completion_field], str):
-        return row, (f"line {line}: field {spec.completion_field!r} must be a string, got "
-                     f"{type(row[spec.completion_field]).__name__}")
     return row, ""   # whether the row names its task is the environment's call (task_from_row)
 
 
@@ -257,14 +269,20 @@ class _Scored:
     slowest: list             # at most 5 (latency, line, id), as in ScoreSummary
     seconds: float = 0.0      # time spent scoring them (sizes the next chunks)
     failures: dict = field(default_factory=dict)   # "status: reason" -> rows, unscored rows only
+    counts: dict = field(default_factory=dict)     # Environment.summary_counts, added up
+    task_keys: array = field(default_factory=lambda: array("q"))   # per row (pass@k per task)
+    solved: bytes = b""                                             # per row: 1 if correct
 
     @classmethod
     def of(cls, lines: Sequence[int], results: list[tuple], seconds: float = 0.0) -> "_Scored":
-        """From per-row results (text, status, score, latency, id, reason), with C-speed steps
-        only: a few passes over the chunk cost less than bookkeeping row by row."""
+        """From per-row results (text, status, score, latency, id, reason, counts), with
+        C-speed steps only: a few passes over the chunk cost less than bookkeeping row by row."""
         if not results:
             return cls(b"", 0, {}, [], array("d"), [], seconds)
-        texts, statuses, scores, latencies, ids, reasons = zip(*results)
+        texts, statuses, scores, latencies, ids, reasons, row_counts = zip(*results)
+        counts: dict = {}
+        for c in filter(None, row_counts):
+            add_counts(counts, c)
         latencies = array("d", latencies)
         # (latency, line) decide the order; lines are unique, so ids are never compared
         slowest = [(lat, line, str(i))
@@ -276,7 +294,8 @@ class _Scored:
                    [x for st, x in zip(statuses, scores) if st not in UNSCORED and x is not None],
                    latencies, slowest, seconds,
                    dict(Counter(failure_key(st, r) for st, r in zip(statuses, reasons)
-                                if r is not None)))
+                                if r is not None)), counts,
+                   array("q", map(task_key, ids, lines)), solved_flags(statuses, scores))
 
 
 def _score_chunk(scorer: _RowScorer, chunk: tuple) -> _Scored:
@@ -320,7 +339,7 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
                         env.reward.version, cfg.batch_rows)
         out_path = Path(cfg.output)
         summary = ScoreSummary()
-        done_line = _prepare_output(cfg, out_path, summary)
+        done_line = _prepare_output(cfg, out_path, summary, env.summary_counts)
         bar = _progress(cfg, count_rows(cfg.input) if cfg.progress else None, summary.rows)
         if pool is None:
             scored = _in_process(cfg, _RowScorer(spec, env), done_line)
@@ -457,7 +476,8 @@ def _run_chunk(pool, context: Factory, spec: _RowSpec, chunk: tuple,
     return parts
 
 
-def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary) -> int:
+def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary,
+                    counts_of: Callable | None = None) -> int:
     """Check the output belongs to this run; return the last input line already scored.
 
     A half-written last line (the process was killed mid-write) is cut off; the finished rows
@@ -477,7 +497,7 @@ def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary) -> 
             if old.get("config") != meta["config"]:
                 raise ValueError(f"{out_path} was written by a different run "
                                  f"({meta_path}); pick another output path or remove it")
-        last = _fold_existing(out_path, summary)
+        last = _fold_existing(out_path, summary, counts_of)
         summary.resumed_rows = summary.rows
         return last
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -486,7 +506,8 @@ def _prepare_output(cfg: ScoreConfig, out_path: Path, summary: ScoreSummary) -> 
     return 0
 
 
-def _fold_existing(out_path: Path, summary: ScoreSummary) -> int:
+def _fold_existing(out_path: Path, summary: ScoreSummary, counts_of: Callable | None = None
+                   ) -> int:
     last_line, good_bytes = 0, 0
     with open(out_path, "rb") as f:
         for raw in f:
@@ -499,7 +520,8 @@ def _fold_existing(out_path: Path, summary: ScoreSummary) -> int:
             good_bytes += len(raw)
             last_line = row["line"]
             summary.add(row["status"], row.get("score"), row.get("latency_s", 0.0),
-                        last_line, row.get("id"), row.get("reason"))
+                        last_line, row.get("id"), row.get("reason"),
+                        counts_of(Verdict.from_dict(row)) if counts_of else None)
     if good_bytes != out_path.stat().st_size:
         with open(out_path, "r+b") as f:
             f.truncate(good_bytes)

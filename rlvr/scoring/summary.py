@@ -1,18 +1,19 @@
 """The summary of a scoring run: counts by status, the mean score, latencies, the slowest rows."""
 from __future__ import annotations
 
+import hashlib
 import heapq
-from array import array
 import re
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import add
 
-from rlvr.core import FAILED_STATUSES, STATUSES
+from rlvr.core import FAILED_STATUSES, OK, STATUSES
 from rlvr.stats import quantile
 
-__all__ = ["ScoreSummary", "UNSCORED", "failure_key"]
+__all__ = ["ScoreSummary", "UNSCORED", "failure_key", "add_counts"]
 
 UNSCORED = FAILED_STATUSES
 """Statuses whose score does not count towards the scored mean (they count as 0 in the
@@ -24,6 +25,45 @@ _LINE_PREFIX = re.compile(r"^line \d+: ")
 def failure_key(status: str, reason: str | None) -> str:
     """How failed rows are grouped in the summary: status and reason, without the line number."""
     return f"{status}: {_LINE_PREFIX.sub('', reason or 'no reason')[:200]}"
+
+
+def add_counts(total: dict, counts) -> None:
+    """Add an environment's summary counts {name: (hits, out of)} into `total`, in place."""
+    for name, (hits, of) in counts.items():
+        old = total.get(name, (0, 0))
+        total[name] = (old[0] + hits, old[1] + of)
+
+
+def task_key(row_id, line: int) -> int:
+    """A stable 63-bit key of a row's task id (the same in every worker process, unlike
+    `hash()`); a row without an id is a task of its own."""
+    text = f"id:{row_id}" if row_id is not None else f"line:{line}"
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def solved_flags(statuses, scores) -> bytes:
+    """One byte per row: 1 when the row solved its task (status ok and score >= 1, the same
+    rule as `rlvr eval`), else 0."""
+    return bytes(st == OK and sc is not None and sc >= 1.0 for st, sc in zip(statuses, scores))
+
+
+def pass_at_k_by_task(keys: array, solved: bytes) -> dict | None:
+    """When some task has several samples: tasks, samples per task, and the mean unbiased
+    pass@k over tasks (Chen et al. 2021) for k = 1, 2, 4, ... up to the fewest samples any task
+    has. None when every task has one sample."""
+    import numpy as np
+    from rlvr.trainer.passk import pass_at_k
+    if not keys:
+        return None
+    _, inverse, n = np.unique(np.frombuffer(keys, dtype=np.int64), return_inverse=True,
+                              return_counts=True)
+    if n.max() < 2:
+        return None
+    c = np.bincount(inverse, weights=np.frombuffer(solved, dtype=np.uint8), minlength=len(n))
+    ks = [k for k in (2 ** i for i in range(int(n.min()).bit_length())) if k <= n.min()]
+    return {"tasks": int(len(n)), "samples_min": int(n.min()), "samples_max": int(n.max()),
+            "pass_at_k": {k: float(np.mean([pass_at_k(int(ni), int(ci), k)
+                                            for ni, ci in zip(n, c)])) for k in ks}}
 
 
 def _keep_slowest(heap: list, item: tuple, n: int = 5) -> None:
@@ -44,9 +84,12 @@ class ScoreSummary:
     latencies: array = field(default_factory=lambda: array("d"))
     slowest: list = field(default_factory=list)   # min-heap of (latency, line, id)
     failures: Counter = field(default_factory=Counter)   # failure_key -> rows
+    counts: dict = field(default_factory=dict)   # Environment.summary_counts, added up
+    task_keys: array = field(default_factory=lambda: array("q"))   # per row, for pass@k
+    solved: bytearray = field(default_factory=bytearray)          # per row, 1 = correct
 
     def add(self, status: str, score: float | None, latency: float, line: int, row_id,
-            reason: str | None = None) -> None:
+            reason: str | None = None, counts=None) -> None:
         self.rows += 1
         self.by_status[status] += 1
         if status not in UNSCORED and score is not None:
@@ -56,6 +99,9 @@ class ScoreSummary:
             self.failures[failure_key(status, reason)] += 1
         self.latencies.append(latency)
         _keep_slowest(self.slowest, (latency, line, str(row_id)))
+        self.task_keys.append(task_key(row_id, line))
+        self.solved += solved_flags((status,), (score,))
+        add_counts(self.counts, counts or {})
 
     def merge(self, part: "_Scored") -> None:
         """Fold in a run of rows summarised by a worker: the same totals as `add` per row."""
@@ -64,9 +110,12 @@ class ScoreSummary:
         self.score_sum = reduce(add, part.scores, self.score_sum)   # same order as row by row
         self.scored += len(part.scores)
         self.latencies.extend(part.latencies)
+        self.task_keys.extend(part.task_keys)
+        self.solved += part.solved
         for item in part.slowest:
             _keep_slowest(self.slowest, item)
         self.failures.update(part.failures)
+        add_counts(self.counts, part.counts)
 
     @property
     def mean_score(self) -> float | None:
@@ -92,7 +141,11 @@ class ScoreSummary:
                 "by_status": {s: self.by_status[s] for s in STATUSES if self.by_status[s]},
                 "latency_p50_s": pick(0.5), "latency_p99_s": pick(0.99),
                 "slowest": [{"line": ln, "id": i, "latency_s": lat}
-                            for lat, ln, i in sorted(self.slowest, reverse=True)]}
+                            for lat, ln, i in sorted(self.slowest, reverse=True)],
+                **({"samples": by_task} if (by_task := pass_at_k_by_task(
+                    self.task_keys, bytes(self.solved))) else {}),
+                **({"counts": {k: {"ratio": h / n if n else None, "hits": h, "of": n}
+                               for k, (h, n) in self.counts.items()}} if self.counts else {})}
 
     def render(self) -> str:
         d = self.to_dict()
@@ -101,11 +154,18 @@ class ScoreSummary:
         lines = [f"rows: {d['rows']} ({d['resumed_rows']} from an earlier run)",
                  f"mean score: {mean} over {d['scored_rows']} scored rows; {mean_all} over all "
                  f"{d['rows']} rows with the {d['failed_rows']} failed rows counted as 0",
+                 *(f"{k}: {c['ratio']:.4f} ({c['hits']:g} of {c['of']:g})"
+                   for k, c in d.get("counts", {}).items() if c["of"]),
                  "status: " + ", ".join(f"{k}={v}" for k, v in d["by_status"].items()),
                  f"latency p50: {d['latency_p50_s'] * 1e3:.2f} ms, "
                  f"p99: {d['latency_p99_s'] * 1e3:.2f} ms",
                  "slowest: " + ", ".join(f"line {s['line']} ({s['latency_s'] * 1e3:.1f} ms)"
                                          for s in d["slowest"])]
+        if "samples" in d:
+            by = d["samples"]
+            lines.append(f"pass@k over {by['tasks']} tasks ({by['samples_min']}-"
+                         f"{by['samples_max']} samples each): " + ", ".join(
+                             f"pass@{k} {v:.4f}" for k, v in by["pass_at_k"].items()))
         if d["top_failures"]:
             lines.append("failed rows (not scored), top reasons:")
             lines.extend(f"  {n:>6} x {key}" for key, n in d["top_failures"].items())
