@@ -212,12 +212,16 @@ class _Container:
 
 
 def _remove_orphans(client) -> None:
-    """Remove sandbox containers left by rlvr processes that died without closing their pool."""
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    """Remove sandbox containers left by rlvr processes that died without closing their pool
+    (a fallback: containers remove themselves when their process's socket closes)."""
+    for c in client.api.containers(all=True, filters={"label": LABEL}):
         try:
-            os.kill(int(c.labels.get(LABEL, "0")), 0)
+            os.kill(int((c.get("Labels") or {}).get(LABEL, "0")), 0)
         except (ProcessLookupError, ValueError):
-            c.remove(force=True)
+            try:
+                client.api.remove_container(c["Id"], force=True)
+            except Exception:  # removed meanwhile (by its own auto-removal)
+                pass
         except PermissionError:
             pass
 

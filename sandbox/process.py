@@ -194,12 +194,13 @@ class _Slot:
         log = open(self.dir / "agent.log", "ab")
         # Started from one long-lived thread: the launcher's parent-death signal fires when the
         # *thread* that forked it exits, and a short-lived caller thread must not take it along.
-        # The launcher (and each run's processes) hold the uid's lock too, so the slot is not
-        # handed out again before the last of them is gone.
+        # The uid's lock stays with this process only: if it dies, each run's processes die
+        # with the launcher (a chain of parent-death signals) and the next holder of the uid
+        # reclaims whatever is left (`reclaim_slot`).
         self.proc = _SPAWNER.submit(
             subprocess.Popen, [self.python, "-I", str(AGENT), json.dumps(cfg)], env={}, cwd="/",
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True, bufsize=0,
-            start_new_session=True, pass_fds=(self._lock_file.fileno(),)).result()
+            start_new_session=True).result()
         log.close()
 
     def call(self, request: dict, timeout_s: float) -> dict:

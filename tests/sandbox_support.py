@@ -20,15 +20,16 @@ CANARY = "rlvr-canary-" + secrets.token_hex(8)
 ENV_CANARY = "RLVR_SANDBOX_TEST_SECRET"
 
 
-def make_sandbox(backend: str):
-    """A sandbox for the tests, or a skip that names exactly what is missing."""
+def make_sandbox(backend: str, **kwargs):
+    """A sandbox for the tests, or a skip that names exactly what is missing. `kwargs` override
+    the size (`slots=1` / `pool_size=1`: consecutive runs share one slot)."""
     os.environ[ENV_CANARY] = CANARY   # planted before any launcher starts: it must not leak
     try:
         if backend == "docker":
             from rlvr.sandbox.docker import build_image
             build_image()
-            return get_sandbox("docker", limits=TEST_LIMITS, pool_size=2)
-        return get_sandbox("process", limits=TEST_LIMITS, slots=2)
+            return get_sandbox("docker", **{"limits": TEST_LIMITS, "pool_size": 2, **kwargs})
+        return get_sandbox("process", **{"limits": TEST_LIMITS, "slots": 2, **kwargs})
     except SandboxUnavailable as exc:
         if backend == "docker" and not os.environ.get("RLVR_REQUIRE_DOCKER"):
             pytest.skip(f"Docker engine unavailable: {exc}")
