@@ -5,12 +5,12 @@
 
 TESTS_DIR is the `tests/` folder of https://github.com/huggingface/Math-Verify (not shipped in
 its wheel). A case is a whole-completion equivalence check when its test compares two whole
-strings with the library's defaults: `compare_strings(gold, pred, ...)` or
-`verify(parse(gold), parse(pred))`, with strict comparison and no set/relation switch. Rows run
-at a non-default float precision are kept when the precision cannot change their verdict (an
-exact comparison); rows that need a looser rounding (`0.33` = 1/3 at 2 digits) are left out and
-counted, since rlvr's decimal rule is fixed (docs/math.md). The parametrize lists are read with
-`ast` (values evaluated with only `math` in scope), never by importing the test modules.
+strings: `compare_strings(gold, pred, ...)` or `verify(parse(gold), parse(pred))` (269 cases at
+the repository's HEAD of 2026-12). Cases run with a non-default switch -- `strict=False`,
+`allow_set_relation_comp=True`, float rounding other than 6 digits -- keep it in `setting`: rlvr has
+no such switches, so where the switch decides the verdict the difference is one of convention
+(docs/math.md lists each). The parametrize lists are read with `ast` (values evaluated with only
+`math` in scope), never by importing the test modules.
 """
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ def _call_kwargs(func: ast.FunctionDef) -> dict:
     return {}
 
 
-def convert(tests_dir: Path) -> tuple[list[dict], list[dict]]:
-    """(cases kept, cases left out with why) from every parametrized gold/pred test."""
-    kept, left = [], []
+def convert(tests_dir: Path) -> list[dict]:
+    """Every case of every parametrized gold/pred test, with its non-default `setting`."""
+    cases = []
     for path in sorted(tests_dir.glob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for func in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
@@ -66,12 +66,11 @@ def convert(tests_dir: Path) -> tuple[list[dict], list[dict]]:
                     case = {"source": f"huggingface/Math-Verify:tests/{path.name}::{func.name}",
                             "index": k, "gold": row["gold"], "completion": row["pred"],
                             "expected": int(row.get("expected", row.get("result")))}
-                    why = _left_out(row, kwargs)
-                    (left if why else kept).append(dict(case, why=why) if why else case)
-    return kept, left
+                    cases.append(dict(case, setting=_setting(row, kwargs)))
+    return cases
 
 
-def _left_out(row: dict, kwargs: dict) -> str:
+def _setting(row: dict, kwargs: dict) -> str:
     def arg(name, default):
         v = kwargs.get(name, default)
         return row.get(v, default) if isinstance(v, str) and v in row else v
@@ -80,7 +79,7 @@ def _left_out(row: dict, kwargs: dict) -> str:
     if arg("allow_set_relation_comp", False):
         return "allow_set_relation_comp=True"
     precision = arg("precision", 6)
-    if precision < 5:
+    if precision != 6:
         return f"float rounding to {precision} digits"
     return ""
 
@@ -100,16 +99,18 @@ def main(argv=None) -> int:
     ap.add_argument("tests_dir", type=Path)
     ap.add_argument("--jsonl", type=Path, help="write the converted cases here")
     args = ap.parse_args(argv)
-    kept, left = convert(args.tests_dir)
+    cases = convert(args.tests_dir)
     if args.jsonl:
-        args.jsonl.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in kept))
-    verdicts = rlvr_scores(kept)
-    wrong = [(c, v) for c, v in zip(kept, verdicts) if int(v.score == 1.0) != c["expected"]]
-    print(f"{len(kept)} whole-completion cases ({len(left)} left out: "
-          f"{', '.join(sorted({c['why'] for c in left}))}); rlvr agrees on "
-          f"{len(kept) - len(wrong)}/{len(kept)}")
+        args.jsonl.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
+    verdicts = rlvr_scores(cases)
+    wrong = [(c, v) for c, v in zip(cases, verdicts) if int(v.score == 1.0) != c["expected"]]
+    n_default = sum(not c["setting"] for c in cases)
+    wrong_default = sum(not c["setting"] for c, _ in wrong)
+    print(f"{len(cases)} whole-completion cases; rlvr agrees on {len(cases) - len(wrong)}; on "
+          f"the {n_default} run with default settings, {n_default - wrong_default}")
     for c, v in wrong:
-        print(f"- {c['source']}[{c['index']}] expected {c['expected']}, rlvr {v.score:g} "
+        print(f"- {c['source']}[{c['index']}]{' (' + c['setting'] + ')' if c['setting'] else ''}"
+              f" expected {c['expected']}, rlvr {v.score:g} "
               f"({v.status}: {v.reason or 'equal'}; read {str(v.extracted)[:60]!r})\n"
               f"    gold {c['gold'][:100]!r}\n    pred {c['completion'][:140]!r}")
     return 0

@@ -37,9 +37,11 @@ class Decision:
 
 
 def numbers_equal(a: Number, b: Number) -> bool:
-    """Exact forms compare exactly; when either side is a decimal, to a relative 1e-6; two
-    decimals must also agree on every digit both state (`16386.16` != `16386.17`, although they
-    are 6e-7 apart): the finer one, rounded to the coarser one's last place, is the coarser one.
+    """Exact forms compare exactly; when either side is a decimal, to a relative 1e-6 and to
+    the digits the decimal states: two decimals agree on every digit both state (the finer one
+    rounded to the coarser one's last place: `16386.16` != `16386.17`, though only 6e-7 apart);
+    an exact value written as a decimal is that value rounded or cut off at the last stated
+    place (less than one unit there: 2/3 = `0.6666667` = `0.6666666`, `16386.17` != `16386.16`).
 
     Fractions throughout, so tiny and huge values never underflow or overflow into "equal".
     """
@@ -53,7 +55,7 @@ def numbers_equal(a: Number, b: Number) -> bool:
     if diff > REL_TOL * max(abs(a.value), abs(b.value)):
         return False
     if a.exact or b.exact:
-        return True
+        return diff < Fraction(10) ** -(b.places if a.exact else a.places)
     return diff <= Fraction(1, 2) * Fraction(10) ** -min(a.places, b.places)
 
 

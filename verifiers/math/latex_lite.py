@@ -30,7 +30,8 @@ _RELATIONS = {"=": sympy.Eq, "<": sympy.StrictLessThan, ">": sympy.StrictGreater
 _MUL = {"*", "\\cdot", "\\times"}
 _ATOM_START = re.compile(r"\d|\.|[a-zA-Z]$|\\(?:frac|sqrt|pi|infty|binom|left|ln|log)$")
 MAX_TOKENS = 400
-_MIXED = re.compile(r"\d\s*\\frac")   # 1\frac{1}{2} is a mixed number (latex2sympy2 reads it)
+_MIXED = re.compile(r"\d\s*\\frac|\d\s+\d+\s*/\s*\d")   # 1\frac{1}{2}, 2 1/4: mixed numbers
+#   (normalize.parse_number reads the plain ones; latex2sympy2 the rest), never products
 _WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")    # `sqrt(2)`, `xy`: leave to latex2sympy2
 
 
