@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from rlvr.core import Task
 from rlvr.pool import in_pool_worker
-from rlvr.rows import BadRow, iter_rows
+from rlvr.rows import read_rows
 from rlvr.pooled_reward import PooledReward
 from rlvr.envs.registry import register_env
 from rlvr.sandbox.base import Limits
@@ -93,15 +93,6 @@ def code_tasks(rows, prefix: str = "code", prompt_style: str = "chat") -> list[T
     return [row_to_task(r, i, prefix, prompt_style) for i, r in enumerate(rows)]
 
 
-def _load_rows(data: str | Path, split: str) -> list[dict]:
-    rows = []
-    for line, row in iter_rows(data, split):
-        if isinstance(row, BadRow):
-            raise ValueError(f"{data}, line {line}: {row.reason}")
-        rows.append(row)
-    return rows
-
-
 def _gold(task: Task) -> str:
     solution = task.metadata.get("solution")
     if not solution:
@@ -155,7 +146,7 @@ def code(data: str | None = None, split: str = "train", backend: str = "process"
     >>> env.reward.score(task, env.gold(task)).score                          # doctest: +SKIP
     1.0
     """
-    rows = _load_rows(data or SAMPLES, split)
+    rows = read_rows(data or SAMPLES, split)
     tasks = code_tasks(rows, "code", prompt_style)
     return _environment("code", {split: tasks}, code_reward(backend, all_or_nothing, wall_s,
                                                             pooled),
@@ -217,7 +208,7 @@ def code_stdio(data: str | None = None, split: str = "train", backend: str = "pr
     """Competitive-programming problems judged by stdin/stdout (every line compared,
     whitespace-tolerant). `data`: a JSONL/Parquet file or a `datasets` id with our rows or
     APPS-style `input_output` rows; without it, the small set rlvr ships."""
-    rows = _load_rows(data or STDIO_SAMPLES, split)
+    rows = read_rows(data or STDIO_SAMPLES, split)
     tasks = code_tasks(rows, "code-stdio", prompt_style)
     return _environment("code-stdio", {split: tasks},
                         code_reward(backend, all_or_nothing, wall_s, pooled),

@@ -10,12 +10,11 @@ r"""Math environments scored by `rlvr.verifiers.math`.
 from __future__ import annotations
 
 import random
-from itertools import islice
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.core import Task
-from rlvr.rows import BadRow, iter_rows
+from rlvr.rows import read_rows
 from rlvr.splits import hash_split
 from rlvr.envs.registry import register_env
 from rlvr.verifiers.format import ThinkFormat
@@ -53,12 +52,7 @@ def load_rows(data: str | None = None, split: str = "train", config: str | None 
     `config` and `cache_dir` go to `datasets.load_dataset` for hub ids."""
     if data is None:
         return [dict(r) for r in BUILTIN_ROWS][:limit]
-    rows = []
-    for line, row in islice(iter_rows(data, split, config=config, cache_dir=cache_dir), limit):
-        if isinstance(row, BadRow):
-            raise ValueError(f"{data}, line {line}: {row.reason}")
-        rows.append(dict(row))
-    return rows
+    return read_rows(data, split, limit=limit, config=config, cache_dir=cache_dir)
 
 
 def _field(row: dict, wanted: str | None, choices: tuple[str, ...], what: str) -> str:

@@ -189,9 +189,11 @@ def code_feedback(data: str | None = None, split: str = "train", max_attempts: i
     from rlvr.sandbox.base import Limits
     from rlvr.verifiers.code import CodeReward
 
-    from .code import SAMPLES, _gold, _load_rows, code_reward, code_tasks
+    from rlvr.rows import read_rows
+
+    from .code import SAMPLES, _gold, code_reward, code_tasks
     from .multiturn import FinalAttempt
-    tasks = code_tasks(_load_rows(data or SAMPLES, split), "code-feedback")
+    tasks = code_tasks(read_rows(data or SAMPLES, split), "code-feedback")
     parser = ThinkParser()
     final = FinalAttempt(code_reward(backend, all_or_nothing, wall_s, pooled, parser),
                          attempt_cost)

@@ -37,6 +37,11 @@ def derive_deadline(reward, requested: float | None = None) -> float:
     return requested
 
 
+def _score_pair(reward, pair) -> Verdict:
+    task, completion = pair
+    return reward.score(task, completion)
+
+
 class PooledReward(BaseReward):
     """Wrap a reward (a picklable object, or a Factory that builds it in the worker).
 

@@ -14,7 +14,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
-__all__ = ["iter_rows", "input_kind", "open_lines", "count_rows", "BadRow", "SUPPORTED"]
+__all__ = ["iter_rows", "read_rows", "input_kind", "open_lines", "count_rows", "BadRow",
+           "SUPPORTED"]
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", "")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -75,6 +76,19 @@ def iter_rows(source: str | Path, split: str = "train", start_after: int = 0, *,
         yield from _parquet_rows(source, start_after)
     else:
         yield from _dataset_rows(str(source), split, start_after, config, cache_dir, kind)
+
+
+def read_rows(source: str | Path, split: str = "train", *, limit: int | None = None,
+              config: str | None = None, cache_dir: str | None = None) -> list[dict]:
+    """The first `limit` rows (all by default) as a list, for task sources that hold their
+    tasks in memory; a line that is not JSON is a ValueError naming it (a task file must be
+    whole, unlike a file of completions to score, where a bad row is one error row)."""
+    rows = []
+    for n, row in islice(iter_rows(source, split, config=config, cache_dir=cache_dir), limit):
+        if isinstance(row, BadRow):
+            raise ValueError(f"{source}, line {n}: {row.reason}")
+        rows.append(dict(row))
+    return rows
 
 
 def _jsonl_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
