@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from rlvr.sandbox.base import LANGUAGES, Limits, SandboxUnavailable
+from rlvr.usage import UsageError
+
+from .options import add_config_options, config_kwargs
 
 _SUFFIXES = {".py": "python", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp"}
 
@@ -26,9 +28,7 @@ def add_parser(sub) -> None:
     run.add_argument("--language", choices=sorted(LANGUAGES),
                      help="default: from the file suffix")
     run.add_argument("--stdin", help="file whose contents are the program's stdin")
-    for field, value in asdict(Limits()).items():
-        run.add_argument(f"--{field.replace('_', '-')}", type=type(value), default=value,
-                         help=f"limit (default {value})")
+    add_config_options(run, Limits)
     run.set_defaults(func=cmd_run)
     build = cmds.add_parser("build-image", help="import the Docker backend's base image locally")
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
@@ -37,7 +37,6 @@ def add_parser(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    from rlvr.usage import UsageError
     from rlvr.sandbox import get_sandbox
     path = Path(args.file)
     if not path.is_file():
@@ -45,7 +44,10 @@ def cmd_run(args) -> int:
     language = args.language or _SUFFIXES.get(path.suffix)
     if language is None:
         raise UsageError(f"cannot tell the language of {path.name}; pass --language")
-    limits = Limits(**{f: getattr(args, f) for f in asdict(Limits())})
+    try:
+        limits = Limits(**config_kwargs(Limits, args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     stdin = Path(args.stdin).read_bytes() if args.stdin else b""
     try:
         kwargs = {"pool_size": 1} if args.backend == "docker" else {"slots": 1}
