@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rlvr.core import ERROR, INFRA_ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
-from rlvr.sandbox.base import Limits, RunResult, Sandbox, SandboxUnavailable
+from rlvr.sandbox.base import (LIMIT_STATUSES, Limits, RunResult, Sandbox, SandboxUnavailable,
+                               max_run_s)
 
 from .code_driver import decode, encode
 from .parser import ThinkParser
@@ -32,6 +33,9 @@ __all__ = ["CodeTests", "TestCase", "CodeReward", "extract_code", "continue_prom
 DRIVER = Path(__file__).with_name("code_driver.py")
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
 CHECKS = ("eq", "truthy", "falsy", "abs_tol", "seq")
+IO_WALL_FACTOR = 10
+"""A stdin/stdout suite's run may take up to this many times `limits.wall_s` (one process per
+test, each under `io_timeout_s`)."""
 
 
 def extract_code(answer: str) -> str | None:
@@ -266,6 +270,21 @@ class CodeReward(BaseReward):
         return {k: v for k, v in self.__dict__.items() if k != "_sandbox"}
 
     @property
+    def max_verify_s(self) -> float:
+        """The longest one verification may legitimately take, whatever the program does: the
+        sandbox's start-up (a process's first call), then up to `retries + 1` runs, each bounded
+        by the longest wall limit a task can get plus the time the host gives the agent to kill,
+        drain and clean up (`Sandbox.max_run_s`), and the pauses between retries. An outer
+        deadline at least this long never fires before the program's own limits do, so a
+        program that stalls is scored 0 by its limit, never left out as a `timeout`."""
+        from rlvr.sandbox import sandbox_class
+        longest = Limits(**{**self.limits.__dict__,
+                            "wall_s": self.limits.wall_s * IO_WALL_FACTOR})
+        pauses = sum(0.2 * (attempt + 1) for attempt in range(self.retries))
+        return (sandbox_class(self.backend).startup_s + (self.retries + 1) * max_run_s(longest)
+                + pauses)
+
+    @property
     def sandbox(self) -> Sandbox:
         sb = self.__dict__.get("_sandbox")
         return sb if sb is not None and not sb._closed else shared_sandbox(self.backend)
@@ -318,14 +337,19 @@ class CodeReward(BaseReward):
         else:
             spec = {"mode": "io", "inputs": [c.input for c in tests.cases],
                     "timeout_s": self.io_timeout_s, "output_bytes": lim.output_bytes // 4}
+            longest = lim.wall_s * IO_WALL_FACTOR
             lim = Limits(**{**lim.__dict__, "wall_s": min(
-                lim.wall_s * 10, lim.wall_s + self.io_timeout_s * len(tests.cases))})
+                longest, lim.wall_s + self.io_timeout_s * len(tests.cases))})
         source = f"{tests.preamble}\n\n{code}" if tests.preamble else code
         return lim, {"solution.py": source, "tests.json": json.dumps(spec)}
 
     def _grade(self, code: str, tests: CodeTests, res: RunResult) -> Verdict:
         records, problem = _parse_channel(res.channel, len(tests.cases))
         n = len(tests.cases)
+        limit = self._limit_passed(res, records)
+        if limit:       # the program's own fault: 0, whatever it answered before
+            return Verdict(0.0, OK, extracted=code, reason=limit[:2000],
+                           components={"tests_passed": 0.0})
         if problem:
             return Verdict(0.0, OK, extracted=code, reason=f"0/{n} passed: {problem}",
                            components={"tests_passed": 0.0})
@@ -345,6 +369,25 @@ class CodeReward(BaseReward):
         reason = f"{passed}/{n} passed" + (": " + "; ".join(failures[:5]) if failures else "")
         return Verdict(score, OK, extracted=code, reason=reason[:2000],
                        components={"tests_passed": passed / n})
+
+    def _limit_passed(self, res: RunResult, records: dict) -> str:
+        """Why the program is past one of its limits ('' when it is not): the run's time, CPU,
+        memory, output or process limit, state left behind, or a stdin/stdout test's time
+        limit. Never `timeout`/`infra_error`: the program caused it, so it scores 0."""
+        if res.status in LIMIT_STATUSES:
+            return res.reason or res.status
+        for i, rec in sorted(records.items()):    # a limit met inside one call, caught there
+            error = str(rec.get("error", ""))
+            if error.startswith("MemoryError"):
+                return f"memory limit exceeded: {self.limits.memory_mb} MB (test {i})"
+            if error.startswith("BlockingIOError: [Errno 11]"):     # fork/thread refused
+                return (f"process limit exceeded: more than {self.limits.processes} "
+                        f"processes/threads (test {i})")
+        slow = sorted(i for i, rec in records.items() if rec.get("timeout"))
+        if slow:
+            return (f"time limit exceeded after {self.io_timeout_s:.1f} s on test {slow[0]}"
+                    + (f" (and {len(slow) - 1} more)" if len(slow) > 1 else ""))
+        return ""
 
     def score_batch(self, tasks, completions):
         if len(tasks) != len(completions):
