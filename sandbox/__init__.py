@@ -9,17 +9,22 @@ from .base import (LANGUAGES, LIMIT_STATUSES, RUN_STATUSES, Job, Limits, RunResu
                    SandboxUnavailable)
 
 __all__ = ["LANGUAGES", "LIMIT_STATUSES", "RUN_STATUSES", "Job", "Limits", "RunResult", "Sandbox",
-           "SandboxUnavailable", "get_sandbox", "BACKENDS"]
+           "SandboxUnavailable", "get_sandbox", "sandbox_class", "BACKENDS"]
 
 BACKENDS = ("process", "docker")
 
 
-def get_sandbox(backend: str = "process", **kwargs) -> Sandbox:
-    """A sandbox of the named backend (raises SandboxUnavailable, naming what is missing)."""
+def sandbox_class(backend: str) -> type[Sandbox]:
+    """The class of a backend, without constructing it (for its declared bounds)."""
     if backend == "process":
         from .process import ProcessSandbox
-        return ProcessSandbox(**kwargs)
+        return ProcessSandbox
     if backend == "docker":
         from .docker import DockerSandbox
-        return DockerSandbox(**kwargs)
+        return DockerSandbox
     raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
+
+
+def get_sandbox(backend: str = "process", **kwargs) -> Sandbox:
+    """A sandbox of the named backend (raises SandboxUnavailable, naming what is missing)."""
+    return sandbox_class(backend)(**kwargs)

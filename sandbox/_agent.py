@@ -1,9 +1,9 @@
 """The sandbox agent's entry point: a small supervisor that runs untrusted programs, one request
 at a time (the code lives in `_agent_core`, `_agent_confine`, `_agent_process`, `_agent_docker`).
 
-Standard library only (and libseccomp's bindings): it runs under the system interpreter, started with an EMPTY environment
-(bubblewrap-style `--clearenv` would still leave the caller's variables readable at
-/proc/1/environ), so the memory it forks from holds no secrets. Two modes:
+Standard library only (and libseccomp's bindings): it runs under the system interpreter, started
+with an EMPTY environment (bubblewrap-style `--clearenv` would still leave the caller's variables
+readable at /proc/1/environ), so the memory it forks from holds no secrets. Two modes:
 
 - `process`: started on the host as root by `ProcessSandbox`. Per request it forks a child that
   enters fresh mount, PID, network, IPC and UTS namespaces, builds a private root (tmpfs with the

@@ -1,9 +1,10 @@
 """The sandbox agent's core: framing, the program's own process, and `supervise`.
 
 The `_agent*` modules use the standard library only (and libseccomp's bindings): they run under
-the system interpreter started with an EMPTY environment, inside the sandbox's mount namespace or container. `supervise` runs one
-request's program as a child of a PID 1 and returns what became of it; `_agent_process` and
-`_agent_docker` build the isolation around it, `_agent_confine` the program's last restrictions.
+the system interpreter started with an EMPTY environment, inside the sandbox's mount namespace or
+container. `supervise` runs one request's program as a child of a PID 1 and returns what became
+of it; `_agent_process` and `_agent_docker` build the isolation around it, `_agent_confine` the
+program's last restrictions.
 """
 import base64
 import ctypes

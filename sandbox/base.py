@@ -123,6 +123,8 @@ def _check_name(name: str) -> str:
 class Sandbox:
     """Base of the backends. Thread-safe: `run` may be called from many threads at once."""
     backend = "base"
+    startup_s = 0.0
+    """The longest constructing this backend may take (a verifier's first call pays it)."""
 
     def __init__(self, limits: Limits | None = None, python: str = SYSTEM_PYTHON,
                  warm: bool = True):

@@ -235,6 +235,9 @@ class DockerSandbox(Sandbox):
     '42\\n'
     """
     backend = "docker"
+    startup_s = 120.0
+    """The pool's containers start in parallel; each takes create, attach and start calls under
+    the SDK client's 30 s timeout, after a ping and an image check."""
 
     def __init__(self, limits: Limits | None = None, pool_size: int | None = None,
                  python: str = SYSTEM_PYTHON, image: str | None = None, warm: bool = True):

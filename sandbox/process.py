@@ -239,6 +239,8 @@ class ProcessSandbox(Sandbox):
     '42\\n'
     """
     backend = "process"
+    startup_s = 40.0
+    """The probe run (wall 20 s + the response margin) and the launcher's own start."""
 
     def __init__(self, limits: Limits | None = None, slots: int | None = None,
                  python: str = SYSTEM_PYTHON, warm: bool = True):
