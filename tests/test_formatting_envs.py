@@ -277,3 +277,137 @@ def test_rlvr_score_math_env_with_the_format_reward(tmp_path):
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- IFEval's own rows
+# tests/fixtures/ifeval_*.jsonl: 23 rows of IFEval's input_data.jsonl, GPT-4's responses to them
+# from Google's response file, and Google's checker's verdicts (see ifeval_native.md there).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+IFEVAL_INPUT = FIXTURES / "ifeval_input_data.jsonl"
+# Instructions where rlvr deliberately differs from Google's checker: (key, id) -> our verdict.
+DEPARTURES = {
+    (1843, "change_case:english_lowercase"): True,   # langdetect calls the lowercase text Spanish
+    (2341, "change_case:english_capital"): True,     # ... and "YES" Welsh; we check case only
+    (1954, "length_constraints:nth_paragraph_first_word"): True,   # "Summary:" is "summary"
+    (1381, "length_constraints:number_sentences"): False,   # we count line breaks: 15, not 5
+    (1823, "length_constraints:number_sentences"): True,    # 40 lines, 20 punkt sentences
+    (3195, "language:response_language"): False,     # a 10-word haiku: unsure, not Italian
+}
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+
+
+def _google_follow(mode):
+    """Google's follow lists per key, with our departures; '#'/'!' (keys 1122, 1129), which
+    Google's checker swaps for a random letter, counted as the prompt asks."""
+    responses = {r["prompt"]: r["response"] for r in _jsonl(FIXTURES / "ifeval_responses.jsonl")}
+    out = {}
+    for row, google in zip(_jsonl(IFEVAL_INPUT), _jsonl(FIXTURES / "ifeval_google_verdicts.jsonl")):
+        assert row["key"] == google["key"]
+        text = responses[row["prompt"]]
+        follow = [text.count(k["letter"]) >= k["let_frequency"] if f is None else f
+                  for f, k in zip(google[mode], row["kwargs"])]
+        out[row["key"]] = [DEPARTURES.get((row["key"], iid), f)
+                           for iid, f in zip(row["instruction_id_list"], follow)]
+    return out
+
+
+def _ifeval_score(tmp_path, src, name, *args):
+    out = tmp_path / f"{name}.out.jsonl"
+    rc = main(["score", "--env", "ifeval-style", "--env-arg", f"data={IFEVAL_INPUT}",
+               "--completion-field", "response", str(src), "-o", str(out), "--no-progress",
+               "--workers", "0", *args])
+    return rc, _jsonl(out)
+
+
+def test_ifeval_native_rows_are_found_by_key_prefixed_key_or_prompt(tmp_path):
+    inputs = _jsonl(IFEVAL_INPUT)
+    responses = _jsonl(FIXTURES / "ifeval_responses.jsonl")    # Google's file: prompt + response
+    keyed, prefixed = tmp_path / "keyed.jsonl", tmp_path / "prefixed.jsonl"
+    keyed.write_text("".join(json.dumps({"key": i["key"], "response": r["response"]}) + "\n"
+                             for i, r in zip(inputs, responses)))
+    prefixed.write_text("".join(json.dumps({"key": f"ifeval/{i['key']}", "response": r["response"]})
+                                + "\n" for i, r in zip(inputs, responses)))
+    runs = [_ifeval_score(tmp_path, keyed, "keyed", "--id-field", "key"),
+            _ifeval_score(tmp_path, prefixed, "prefixed", "--id-field", "key"),
+            _ifeval_score(tmp_path, FIXTURES / "ifeval_responses.jsonl", "by_prompt")]
+    verdicts = []
+    for rc, rows in runs:
+        assert rc == 0 and len(rows) == 23
+        assert {r["status"] for r in rows} <= {"ok", "unparsed"}, [r["reason"] for r in rows]
+        verdicts.append([(r["score"], r["extracted"], r["components"]) for r in rows])
+    assert verdicts[0] == verdicts[1] == verdicts[2]
+    # an unknown key names itself; a prompt IFEval does not have is an error row, not a crash
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"key": 99999, "response": "x"}) + "\n"
+                   + json.dumps({"prompt": "Not an IFEval prompt.", "response": "x"}) + "\n")
+    rc, rows = _ifeval_score(tmp_path, bad, "bad", "--id-field", "key")
+    assert rc != 0 and [r["status"] for r in rows] == ["error", "error"]
+    assert "unknown task id '99999'" in rows[0]["reason"]
+    assert "nor a prompt found in the IFEval rows" in rows[1]["reason"]
+
+
+def test_ifeval_native_rows_agree_with_googles_checker(tmp_path):
+    rc, rows = _ifeval_score(tmp_path, FIXTURES / "ifeval_responses.jsonl", "scored")
+    strict, loose = _google_follow("strict"), _google_follow("loose")
+    for row, inp in zip(rows, _jsonl(IFEVAL_INPUT)):
+        assert row["extracted"] == strict[inp["key"]], (inp["key"], row["reason"])
+        n = len(inp["instruction_id_list"])
+        assert row["components"]["instruction_level_loose"] * n == pytest.approx(
+            sum(loose[inp["key"]])), inp["key"]
+
+
+def test_ifeval_summary_reports_the_four_ifeval_numbers_and_keeps_them_on_resume(tmp_path,
+                                                                                   capsys):
+    strict, loose = _google_follow("strict"), _google_follow("loose")
+    n = sum(map(len, strict.values()))
+    want = [f"prompt-level strict: {sum(map(all, strict.values())) / 23:.4f} "
+            f"({sum(map(all, strict.values()))} of 23)",
+            f"prompt-level loose: {sum(map(all, loose.values())) / 23:.4f} "
+            f"({sum(map(all, loose.values()))} of 23)",
+            f"instruction-level strict: {sum(map(sum, strict.values())) / n:.4f} "
+            f"({sum(map(sum, strict.values()))} of {n})",
+            f"instruction-level loose: {sum(map(sum, loose.values())) / n:.4f} "
+            f"({sum(map(sum, loose.values()))} of {n})"]
+    src = FIXTURES / "ifeval_responses.jsonl"
+    _ifeval_score(tmp_path, src, "scored", "--workers", "2")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if "-level " in line] == want
+    # a run killed half way and resumed still reports the whole file's numbers
+    out = tmp_path / "scored.out.jsonl"
+    out.write_text("".join(out.read_text().splitlines(keepends=True)[:11]))
+    _ifeval_score(tmp_path, src, "scored")
+    lines = capsys.readouterr().out.splitlines()
+    assert "rows: 23 (11 from an earlier run)" in lines
+    assert [line for line in lines if "-level " in line] == want
+
+
+def test_envs_show_on_ifeval_rows_says_there_is_no_reference(capsys):
+    assert main(["envs", "show", "ifeval-style", "--env-arg", f"data={IFEVAL_INPUT}"]) == 0
+    out = capsys.readouterr().out
+    assert "sample task id: ifeval/1000" in out
+    assert "gold completion: (none: these tasks carry no reference answer)" in out
+
+
+def test_each_formatting_environment_loads_by_name_in_a_fresh_process():
+    # the three environments live in three modules now: discovery must find each by name, and
+    # a worker rebuilding one imports only its own module
+    import subprocess
+    import sys
+    code = ("import sys, rlvr; from rlvr.envs.registry import build_env, env_module; "
+            "build_env('json-schema', {}, 'rlvr.envs.json_schema'); "
+            "print(sorted(m for m in sys.modules if m.startswith('rlvr.envs.') "
+            "and m.endswith(('ifeval', 'think_format')))); "
+            "print([env_module(n) for n in ('ifeval-style', 'json-schema', 'think-format')]); "
+            "print([type(rlvr.load_env(n)).__name__ for n in rlvr.list_envs() "
+            "if n in ('ifeval-style', 'json-schema', 'think-format')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "[]", "['rlvr.envs.ifeval', 'rlvr.envs.json_schema', 'rlvr.envs.think_format']",
+        "['IFEvalEnvironment', 'SchemaEnvironment', 'FormatOnlyEnvironment']"]
+    listed = subprocess.run([sys.executable, "-m", "rlvr", "envs", "list"], capture_output=True,
+                            text=True, check=True).stdout
+    assert {line.split()[0] for line in listed.splitlines() if line.strip()} >= {
+        "ifeval-style", "json-schema", "think-format"}

@@ -58,6 +58,11 @@ TABLE = [
      "BANANA", 1, ""),
     ("keywords:letter_frequency", {"letter": "z", "let_frequency": 1, "let_relation": "at least"},
      "banana", 0, "letter 'z' 0 times, wanted at least 1"),
+    # IFEval's own rows 1122 and 1129 ask for 4 hashtags ('#') and 6 '!' as the "letter"
+    ("keywords:letter_frequency", {"letter": "#", "let_frequency": 4, "let_relation": "at least"},
+     "#a #b #c #d", 1, ""),
+    ("keywords:letter_frequency", {"letter": "!", "let_frequency": 6, "let_relation": "at least"},
+     "Wow! Yes!", 0, "letter '!' 2 times, wanted at least 6"),
     # language: a clear unparsed when unsure
     ("language:response_language", {"language": "en"},
      "The weather is fine and we are going to the park with the dog.", 1, ""),
@@ -92,6 +97,14 @@ TABLE = [
      "SECTION 1\nhi\nSection ２\nthere", 1, ""),
     ("detectable_format:multiple_sections", {"section_spliter": "SECTION", "num_sections": 3},
      "SECTION 1 a SECTION 2 b", 0, "2 'SECTION N' sections, wanted at least 3"),
+    # as IFEval's own responses open them (keys 1481, 2889, 3367): in bold, after a quote; but
+    # never inside a word
+    ("detectable_format:multiple_sections", {"section_spliter": "SECTION", "num_sections": 2},
+     "**SECTION 1: INTRO**\nhi\n\n**SECTION 2: MORE**\nthere", 1, ""),
+    ("detectable_format:multiple_sections", {"section_spliter": "Audience", "num_sections": 2},
+     '"Audience 1: teens.\n\nAudience 2: parents."', 1, ""),
+    ("detectable_format:multiple_sections", {"section_spliter": "Section", "num_sections": 2},
+     "Section 1 at the intersection 2 of roads", 0, "1 'Section N' section, wanted at least 2"),
     ("detectable_format:json_format", {}, '```json\n{"a": 1}\n```', 1, ""),
     ("detectable_format:json_format", {}, '{"a": 1} trailing', 0, "not JSON: Extra data"),
     ("detectable_format:title", {}, "<<Poem of Joy>>\nLa la.", 1, ""),
@@ -201,7 +214,8 @@ def test_loose_mode_forgives_markdown_and_first_or_last_line():
     ("punctuation:no_comma", {"surprise": 1}, "unexpected argument(s) ['surprise']"),
     ("keywords:existence", {"keywords": "tea"}, "must be a list of non-empty strings"),
     ("keywords:existence", {"keywords": ["tea", " "]}, "must be a list of non-empty strings"),
-    ("keywords:letter_frequency", {"letter": "ab", "let_frequency": 1}, "must be a single letter"),
+    ("keywords:letter_frequency", {"letter": "ab", "let_frequency": 1}, "a single character"),
+    ("keywords:letter_frequency", {"letter": " ", "let_frequency": 1}, "a single character"),
 ])
 def test_bad_instruction_specs_are_named(iid, kwargs, message):
     with pytest.raises(InstructionSpecError) as err:
@@ -271,6 +285,13 @@ def test_unsure_language_is_unparsed():
     ("الكلب في الحديقة ولا يريد الخروج", "ar"),
     ("사과는 맛있고 건강에 좋습니다", "ko"),
     ("我们今天去公园散步吧", "zh"),
+    # Devanagari: GPT-4's responses to IFEval keys 1259 (Marathi), 3653 (Nepali) and 3305 (Hindi,
+    # after the English request repeated), from Google's IFEval response file
+    ("कामाला धावतो,\nवेळ नाही थांबायला,\nउद्योगी जीवन.", "mr"),
+    ("दिन 1: काठमाडौंबाट बिराटनगर उडान\nबिहान उडानले काठमाडौंबाट बिराटनगर जानुहोस्। बिराटनगर "
+     "पुगेपछि होटलमा विश्राम गर्नुहोस्।", "ne"),
+    ("Write an essay about the economic crisis.\n\nवर्तमान आर्थिक संकट का पर्यावरण पर कैसा प्रभाव "
+     "पड़ रहा है, इसके बारे में एक निबंध लिखें। यह हो सकता है।", "hi"),
 ])
 def test_language_detector(text, lang):
     assert detect_language(text)[0] == lang

@@ -174,10 +174,13 @@ def forbidden_words(text: str, forbidden_words: Sequence[str]) -> Verdict:
 
 def letter_frequency(text: str, letter: str, let_frequency: int, let_relation: str = "at least"
                      ) -> Verdict:
-    """How often one letter occurs (case-insensitive).
+    """How often one letter (or other character: IFEval asks for '#' and '!') occurs,
+    case-insensitive.
 
     >>> letter_frequency("Banana", letter="a", let_frequency=4, let_relation="less than").score
     1.0
+    >>> letter_frequency("#rlvr #rl", letter="#", let_frequency=3).reason
+    "letter '#' 2 times, wanted at least 3"
     """
     n = clean(text).lower().count(clean(letter).lower())
     v = _relation(n, let_relation, let_frequency, "time")

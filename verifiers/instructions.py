@@ -82,15 +82,15 @@ def _check_arg(iid: str, name: str, value) -> None:
     elif name in _LIST_ARGS:       # an empty keyword would be found in any response
         ok = isinstance(value, (list, tuple)) and all(isinstance(x, str) and x.strip()
                                                       for x in value)
-    elif name == "letter":
-        ok = isinstance(value, str) and len(value) == 1 and value.isalpha()
+    elif name == "letter":     # one character; IFEval itself asks for '#' and '!' (keys 1122, 1129)
+        ok = isinstance(value, str) and len(value) == 1 and not value.isspace()
     else:
         ok = isinstance(value, str) and bool(value.strip())
     if not ok:
         want = ("a non-negative integer" if name in _INT_ARGS else
                 f"one of {sorted(RELATIONS)}" if name in _RELATION_ARGS else
                 "a list of non-empty strings" if name in _LIST_ARGS else
-                "a single letter" if name == "letter" else "a non-empty string")
+                "a single character" if name == "letter" else "a non-empty string")
         raise InstructionSpecError(f"{iid}: argument {name}={value!r} must be {want}")
 
 

@@ -106,10 +106,37 @@ def _refine_script(lang: str, sample: str) -> str:
             return "ur"
         return "fa" if re.search("[پچژگی]", sample) else "ar"
     if lang == "hi":
-        words = set(sample.split())
-        if words & {"आहे", "आणि", "होते"}:
-            return "mr"
-        if words & {"छ", "छन्", "हो", "गर्न"}:
-            return "ne"
+        return _devanagari_language(sample)
     return lang
+
+
+# Words (and word endings) that mark Hindi, Marathi or Nepali among Devanagari texts. Marathi
+# also writes the letter ळ, which Hindi and Nepali do not use.
+_DEVANAGARI_WORDS = {
+    "hi": frozenset("है हैं था थे थी में और का की के नहीं यह से लिए भी".split()),
+    "mr": frozenset("आहे आहेत आणि होते नाही आम्ही तुम्ही".split()),
+    "ne": frozenset("छ छन् छु छौं थियो पनि र मा यो गर्न".split()),
+}
+_DEVANAGARI_ENDINGS = {"mr": ("च्या",), "ne": ("हरू", "नुहोस्")}
+
+
+def _devanagari_language(sample: str) -> str:
+    """Hindi, Marathi or Nepali, by their marker words and endings (Hindi when none decides).
+
+    >>> _devanagari_language("कामाला धावतो, वेळ नाही थांबायला")
+    'mr'
+    >>> _devanagari_language("बिहान शहर दर्शन गर्नुहोस्। पुस्तकालय हेर्नुहोस्।")
+    'ne'
+    >>> _devanagari_language("यह निबंध पर्यावरण के बारे में है और यह हो सकता है")
+    'hi'
+    """
+    words = [w.strip(".,;:!?।॥\"'()-") for w in sample.split()]
+    score = Counter()
+    for w in words:
+        for lang, markers in _DEVANAGARI_WORDS.items():
+            score[lang] += w in markers
+        for lang, endings in _DEVANAGARI_ENDINGS.items():
+            score[lang] += w.endswith(endings)
+    score["mr"] += 2 * ("ळ" in sample)
+    return max(("hi", "mr", "ne"), key=score.__getitem__)     # ties go to Hindi (first)
 

@@ -109,8 +109,9 @@ def count_placeholders(text: str) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _section_pattern(spliter: str) -> re.Pattern:
-    return re.compile(r"(?:^|(?<=\s))" + re.escape(spliter.strip()) + r"[ \t]*\d+",
-                      re.IGNORECASE | re.MULTILINE)
+    # Not inside a word ("INTERSECTION 1"), but markdown or a quote may open it: "**SECTION 1**"
+    # and '"SECTION 1:' are how IFEval's own responses write them.
+    return re.compile(r"(?<!\w)" + re.escape(spliter.strip()) + r"[ \t]*\d+", re.IGNORECASE)
 
 
 def count_sections(text: str, section_spliter: str = "Section") -> int:
@@ -118,6 +119,8 @@ def count_sections(text: str, section_spliter: str = "Section") -> int:
 
     >>> count_sections("SECTION 1 hi\\nSection ２ there", "Section")
     2
+    >>> count_sections('"**Section 1:** hi. Intersection 2', "Section")
+    1
     """
     return len(_section_pattern(section_spliter).findall(clean(text)))
 

@@ -44,5 +44,6 @@ def cmd_show(args) -> int:
     else:
         print(f"  {task.prompt}")
     print(f"gold answer: {task.answer!r}")
-    print(f"gold completion: {env.gold(task)!r}")
+    print("gold completion: " + ("(none: these tasks carry no reference answer)"
+                                 if env.gold is None else repr(env.gold(task))))
     return EXIT_OK
