@@ -134,11 +134,13 @@ def test_honest_solutions_and_partial_credit(reward):
     assert strict.score(task, fenced("def add(a, b):\n    return 5")).score == 0.0
 
 
-def test_timeouts_and_crashes_fail_only_the_tests_they_hit(reward):
+def test_a_stall_scores_zero_and_a_crash_fails_only_its_test(reward):
+    """A program past its time limit is wrong as a whole (issue 13.1: partial credit for the
+    answers before a stall made stalling pay); an exception fails only the test it hit."""
     tests = CodeTests([TestCase([1], 1), TestCase([0], 0)], "f")
     hang = CodeReward(limits=Limits(wall_s=2, cpu_s=2)).use_sandbox(reward.sandbox)
     v = hang.score(Task("t", answer=tests), fenced("def f(x):\n    while x == 0: pass\n    return x"))
-    assert v.score == 0.5 and "timeout" in v.reason, v.reason
+    assert v.status == OK and v.score == 0.0 and "limit exceeded after 2.0 s" in v.reason, v.reason
     v = reward.score(Task("t", answer=tests), fenced("def f(x):\n    return 1 // x"))
     assert v.score == 0.5 and "ZeroDivisionError" in v.reason
 
