@@ -10,6 +10,7 @@ multi-part answer, which is a hedge against a single-valued gold) unless a self-
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -64,17 +65,52 @@ _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\
 _NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+\s+(?=\d+\s*/\s*\d))?(?:\d{1,3}(?:,\d{3})+|\d+)"
               r"(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*%)?(?!\d)")     # 42, 1,000.5, 3/4, 2 1/4, 5%
 _NUMBER = re.compile(_NUMBER_RE)
-# Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a run of numbers, operators and
-# calls that names at least one function or pi (normalize.plain_to_latex reads it).
+# Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a call or `pi`, widened to the
+# numbers, operators and calls written next to it (normalize.plain_to_latex reads the result).
+# Found core first, then widened within a bounded window, so scanning stays linear in the text
+# (one regex with an optional prefix backtracked quadratically on "1 1 1 ..."; pathological
+# fixture rows keep long runs of numbers and calls in the table).
 _FUNC = (r"(?:sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
          r"tanh|sin|cos|tan|cot|sec|csc)")
-_PAREN = r"\((?:[^()]|\([^()]*\))*\)"
-_PLAIN_CORE = rf"(?:{_FUNC}\s*{_PAREN}|pi(?![A-Za-z]))"
-_PLAIN_ATOM = rf"(?:\d+(?:\.\d+)?|{_PLAIN_CORE}|{_PAREN})"
-_PLAIN_OP = r"\s*(?:\*\*|[-+*/^]|(?=[\dA-Za-z(]))\s*"
-_PLAIN = (rf"(?<![A-Za-z0-9.\\])[-+−]?(?:{_PLAIN_ATOM}{_PLAIN_OP})*?{_PLAIN_CORE}"
-          rf"(?:{_PLAIN_OP}{_PLAIN_ATOM})*")
-_VALUE = re.compile(rf"{_PLAIN}|{_NUMBER_RE}")
+_PAREN = r"\((?:[^()]|\([^()]{0,200}\)){0,200}\)"
+_PLAIN_CORE_RE = rf"(?:{_FUNC}\s*{_PAREN}|pi(?![A-Za-z]))"
+_PLAIN_ATOM = rf"(?:\d+(?:\.\d+)?(?![\d.])|{_PLAIN_CORE_RE}|{_PAREN})"
+_PLAIN_OP = (rf"(?:\s*(?:\*\*|[-+*/^])\s*|\s*(?=(?:{_FUNC}\s*\(|pi(?![A-Za-z])|\()))")
+_PLAIN_CORE = re.compile(rf"(?<![A-Za-z0-9\\]){_PLAIN_CORE_RE}")
+_PLAIN_LEFT = re.compile(rf"(?<![A-Za-z0-9.\\])[-+−]?(?:{_PLAIN_ATOM}{_PLAIN_OP})*"
+                         rf"(?={_PLAIN_CORE_RE}$)")
+_PLAIN_RIGHT = re.compile(rf"(?:{_PLAIN_OP}{_PLAIN_ATOM})*")
+_WIDEN = 120                                       # characters a plain expression may extend
+
+
+def _value_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every value in prose, in order: plain-text expressions (`2*sqrt(2)`,
+    `pi/2`) and numbers outside them."""
+    spans: list[tuple[int, int]] = []
+    unread: list[tuple[int, int]] = []           # too long to read whole: no value in there
+    for m in _PLAIN_CORE.finditer(text):
+        if spans and m.start() < spans[-1][1] or unread and m.start() < unread[-1][1]:
+            continue
+        lo = max(0, m.start() - _WIDEN)
+        left = _PLAIN_LEFT.search(text, lo, m.end())     # ends where the core starts
+        right = _PLAIN_RIGHT.match(text, m.end(), min(len(text), m.end() + _WIDEN))
+        start = min(left.start(), m.start()) if left else m.start()
+        if (start == lo > 0 and left and left.start() < m.start()) \
+                or right.end() == m.end() + _WIDEN:
+            unread.append((m.start(), m.end()))   # longer than the window: not read in part
+            continue
+        if spans and start < spans[-1][1]:
+            start = spans[-1][1]
+        spans.append((start, right.end()))
+    plain = sorted(spans + unread)
+    starts = [a for a, _ in plain]
+    for m in _NUMBER.finditer(text):
+        k = bisect.bisect_right(starts, m.start()) - 1
+        if k < 0 or m.start() >= plain[k][1]:
+            spans.append((m.start(), m.end()))
+    return sorted(spans)
+
+
 _FUNC_WORD = re.compile(rf"(?<![A-Za-z\\]){_FUNC}(?=\s*\()|(?<![A-Za-z\\])pi(?![A-Za-z])")
 _OPTION = re.compile(r"(?<![\w\\])\(([A-J])\)\s*")
 _LIST_CONT = re.compile(r"^\s*(?:,|/|\bor\b|\band\b|&|\bou\b|\bo\b|\boder\b|или|或)\s*")
@@ -166,7 +202,9 @@ def _prose_words(s: str) -> int:
 def _leading_values(clause: str, mc: bool) -> str | None:
     """In prose ("Janeth owes 220 $ in 12 months"), the first value and the values listed
     right after it ("3 or 4", "A/B") -- never a later, unrelated number."""
-    pattern = _LETTER if mc else _VALUE
+    if not mc:
+        return _leading_numbers(clause)
+    pattern = _LETTER
     m = pattern.search(clause)
     if not m:
         return None
@@ -180,6 +218,19 @@ def _leading_values(clause: str, mc: bool) -> str | None:
             break
         values.append(nxt.group(1) if mc else nxt.group(0))
         pos = nxt.end()
+    return " or ".join(values)
+
+
+def _leading_numbers(clause: str) -> str | None:
+    spans = _value_spans(clause)
+    if not spans:
+        return None
+    values, pos = [clause[spans[0][0]:spans[0][1]].strip()], spans[0][1]
+    starts = {a: b for a, b in spans}
+    while (c := _LIST_CONT.match(clause[pos:])) and pos + c.end() in starts:
+        a = pos + c.end()
+        values.append(clause[a:starts[a]].strip())
+        pos = starts[a]
     return " or ".join(values)
 
 
@@ -258,16 +309,16 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
     last_math = None
     for m in _MATH_SEG.finditer(tail):
         last_math = m
-    last_num = None
-    for m in _VALUE.finditer(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail)):
-        last_num = m
-    if last_math and (not last_num or last_math.end() > last_num.end()):
+    spans = _value_spans(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail))
+    last_num = spans[-1] if spans else None
+    if last_math and (not last_num or last_math.end() > last_num[1]):
         seg = next(g for g in last_math.groups() if g is not None)
         return re.split(r"(?<![<>!\\])=(?!=)", seg)[-1].strip() or None
     if not last_num:
         return None
-    starts = [m.end() for m in re.finditer(r"(?<!\d)\.(?=\s|$)|[!?\n。]", tail[:last_num.start()])]
-    return _option_values(_clause(tail[starts[-1] if starts else 0:])) or last_num.group(0).strip()
+    starts = [m.end() for m in re.finditer(r"(?<!\d)\.(?=\s|$)|[!?\n。]", tail[:last_num[0]])]
+    return _option_values(_clause(tail[starts[-1] if starts else 0:])) \
+        or tail[last_num[0]:last_num[1]].strip()
 
 
 class _Unclosed(Exception):
