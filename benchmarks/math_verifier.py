@@ -14,7 +14,8 @@ they carry no delimiters, as its README advises. A case that takes longer than `
 as a hang; its own timeouts are counted from its log warnings.
 
 The bulk set is the fixture table without its `pathological` rows (those are timed above; in
-bulk they would only measure how long math-verify waits on its own timeouts), repeated with
+bulk they would only measure how long math-verify waits on its own timeouts) and without the
+`math_verify_suite` rows (Math-Verify's own tests, so the bulk mix stays the policy's), repeated with
 verdict-preserving variations (think blocks, prose before, a sign-off after) to 10k rows.
 """
 from __future__ import annotations
@@ -115,8 +116,9 @@ def print_table(title, rows, ours, theirs, status_ok=None):
 
 
 def bulk_rows(fixtures, n):
-    """Non-pathological fixture rows with verdict-preserving variations, n in all."""
-    base = [r for r in fixtures if r["category"] != "pathological"]
+    """Policy fixture rows (not `pathological`, not Math-Verify's own suite) with
+    verdict-preserving variations, n in all."""
+    base = [r for r in fixtures if r["category"] not in ("pathological", "math_verify_suite")]
     variations = [
         lambda c: c,
         lambda c: c if "think>" in c else "<think>Let me work through this carefully.</think>\n" + c,

@@ -92,6 +92,9 @@ _PLAIN_CONST = re.compile(r"(?<![\\A-Za-z])(pi|oo|infinity)(?![A-Za-z])")
 _POWER = re.compile(r"\*\*\s*([+-]?\s*(?:\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z(])|\\[a-zA-Z]+))")
 
 
+_PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long (see symbolic.MAX_CHARS)
+
+
 def _close_paren(s: str, i: int) -> int:
     """Index of the `)` matching the `(` at `i`, or -1."""
     depth = 0
@@ -113,7 +116,11 @@ def plain_to_latex(s: str) -> str:
     """
     if "**" in s:
         s = _POWER.sub(lambda m: "^{" + re.sub(r"\s+", "", m.group(1)) + "}", s)
-        while (i := s.find("**(")) >= 0 and (j := _close_paren(s, i + 2)) > 0:
+        for _ in range(50):
+            i = s.find("**(")
+            j = _close_paren(s, i + 2) if i >= 0 else -1
+            if j < 0:
+                break
             s = s[:i] + "^{" + s[i + 2:j + 1] + "}" + s[j + 1:]      # x**(a+b) -> x^{(a+b)}
         s = s.replace("**", "^")
     s = _PLAIN_CONST.sub(lambda m: {"pi": "\\pi ", "oo": "\\infty ",
@@ -159,7 +166,8 @@ def normalize(s: str) -> str:
     s = _PERCENT.sub(" ", s)
     s = _CURRENCY.sub(" ", s)
     s = re.sub(r"\\sqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
-    s = plain_to_latex(s)
+    if len(s) <= _PLAIN_MAX_CHARS:             # longer answers are refused later anyway
+        s = plain_to_latex(s)
     s = re.sub(r"\s+", " ", s).strip()
     s = _ELLIPSIS.sub(r"\1\\ldots", s)         # `1, 2, 3, ...`: the dots are a list element
     s = _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
