@@ -301,11 +301,3 @@ def test_dynamic_sampling_filter():
     keep = A.groups_with_signal(t([1, 0], [1, 1], [1, 0]), b([T, T], [T, T], [T, F]))
     assert keep.tolist() == [True, False, False]
 
-
-def test_pass_at_k():
-    # n=4, c=1, k=2: 1 - C(3,2)/C(4,2) = 1 - 3/6 = 0.5;  c=3: n-c=1 < k -> 1.0;  k=1 -> c/n.
-    assert A.pass_at_k(4, 1, 2) == 0.5
-    assert A.pass_at_k(4, 3, 2) == 1.0
-    assert A.pass_at_k(4, 1, 1) == 0.25
-    with pytest.raises(ValueError):
-        A.pass_at_k(2, 3, 1)

@@ -88,7 +88,7 @@ def test_train_rm_beats_chance_on_held_out_prompts(prefs, tmp_path, capsys):
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 41))
     assert [m["step"] for m in metrics if "eval/accuracy" in m] == [20, 40]
-    assert list((out / "tb").glob("events.out.tfevents.*"))
+    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000020",
                                                                          "step-00000040"]
     # The saved model, served as a RewardModel, reproduces the held-out accuracy it reported:

@@ -149,7 +149,7 @@ def test_ppo_inner_step_one_has_ratio_exactly_one(tiny_model, tmp_path):
 
 def test_presets_set_every_knob_together():
     dr = TrainConfig.from_preset("dr_grpo")
-    assert (dr.scale_rewards, dr.loss_aggregation) == (False, "seq_mean_token_sum_norm")
+    assert (dr.scale_rewards, dr.loss_aggregation) == ("none", "seq_mean_token_sum_norm")
     dapo = load_config(None, ["preset=dapo", "max_completion_length=100"])
     assert (dapo.clip_eps_low, dapo.clip_eps_high, dapo.loss_aggregation, dapo.dynamic_sampling,
             dapo.overlong_buffer) == (0.2, 0.28, "token_mean", True, 25)

@@ -1,7 +1,9 @@
 """The math of every algorithm, as small pure functions on tensors.
 
-Each function is one equation from ../shared/seed-note.txt (or the paper it cites); the trainer
-calls them in order, and tests/test_algorithms.py checks each against numbers derived by hand.
+Each function is one equation from the paper it cites; the trainer calls them in order, and
+tests/test_algorithms.py checks each against numbers derived by hand. Advantage estimators and
+policy losses are chosen by name from two tables (`ADVANTAGES`, `POLICY_LOSSES`): adding one is
+one function and one table row.
 
 Shapes: `B` completions, `T` response tokens (padded); `mask` is a bool [B, T] marking real
 response tokens. Rewards arranged by prompt are [P, G] (P prompts, G completions each).
@@ -11,19 +13,20 @@ are left out of baselines; their advantage is 0, so they carry no gradient.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
-from .evaluate import pass_at_k  # noqa: F401  (lives with the evaluation; torch-free)
 
 __all__ = [
     "masked_mean", "group_mean_std", "reinforce_advantages", "rloo_advantages",
-    "grpo_advantages", "MovingAverageBaseline", "kl_k1", "kl_k2", "kl_k3", "kl_estimate",
+    "grpo_advantages", "MovingAverageBaseline", "AdvantageInputs", "OUTCOME_ADVANTAGES",
+    "TOKEN_ADVANTAGES", "ADVANTAGES", "outcome_advantages", "kl_k1", "kl_k2", "kl_k3", "kl_estimate",
     "kl_shaped_token_rewards", "returns_to_go", "gae", "clipped_surrogate",
     "gspo_sequence_log_ratio", "policy_objective", "POLICY_LOSSES", "aggregate_loss", "LOSS_AGGREGATIONS", "value_loss",
     "explained_variance", "entropy_from_logits", "AdaptiveKLController", "FixedKLController",
-    "overlong_penalty", "groups_with_signal", "pass_at_k",
+    "overlong_penalty", "groups_with_signal",
 ]
 
 
@@ -109,6 +112,59 @@ class MovingAverageBaseline:
         self.decay, self.value = state["decay"], state["value"]
 
 
+@dataclass
+class AdvantageInputs:
+    """What an outcome-level estimator sees: one reward per completion, rows grouped by prompt
+    (rows g*G .. g*G+G-1 share prompt g). `global_sum` sums a list of numbers over the
+    data-parallel ranks (identity in one process), for estimators whose baseline is a
+    statistic of the whole batch."""
+    rewards: torch.Tensor                  # [N]
+    valid: torch.Tensor                    # [N] bool: counted in baselines
+    group_size: int
+    scale_rewards: str = "group"           # grpo: 'group' | 'batch' | 'none'
+    baseline: Callable[[float], float] | None = None   # reinforce: batch mean -> baseline used
+    global_sum: Callable[[list], list] = field(default=lambda xs: list(xs))
+
+    def grid(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(-1, self.group_size)
+
+
+def _reinforce(x: AdvantageInputs) -> torch.Tensor:
+    total, count = x.global_sum([float(x.rewards[x.valid].sum()), float(x.valid.sum())])
+    base = total / max(count, 1.0)               # the mean of the *global* batch
+    if x.baseline is not None:
+        base = x.baseline(base)
+    return reinforce_advantages(x.rewards, x.valid, base)
+
+
+def _rloo(x: AdvantageInputs) -> torch.Tensor:
+    return rloo_advantages(x.grid(x.rewards), x.grid(x.valid)).flatten()
+
+
+def _grpo(x: AdvantageInputs) -> torch.Tensor:
+    return grpo_advantages(x.grid(x.rewards), x.grid(x.valid),
+                           scale=x.scale_rewards == "group").flatten()
+
+
+# name -> f(AdvantageInputs) -> [N] advantages, one per completion (repeated on its tokens).
+OUTCOME_ADVANTAGES: dict[str, Callable[[AdvantageInputs], torch.Tensor]] = {
+    "reinforce": _reinforce,
+    "rloo": _rloo,
+    "grpo": _grpo,
+}
+
+
+def outcome_advantages(name: str, inputs: AdvantageInputs) -> torch.Tensor:
+    """Completion-level advantages by estimator name (see OUTCOME_ADVANTAGES)."""
+    return _lookup(OUTCOME_ADVANTAGES, name, "outcome advantage")(inputs)
+
+
+def _lookup(table: dict, name: str, what: str):
+    if name not in table:
+        raise ValueError(f"unknown {what} {name!r}; expected one of {sorted(table)}")
+    return table[name]
+
+
 # --- KL estimators (John Schulman, "Approximating KL Divergence", 2020) ---------------------
 # With samples from the current policy pi and log w = log pi_ref - log pi (per token):
 #   k1 = -log w            unbiased for KL(pi || ref); single values can be negative; high variance
@@ -181,6 +237,14 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
     return adv, returns
 
 
+# name -> f(token_rewards, values, mask, gamma, lam) -> (advantages, returns), both [B, T]:
+# estimators that work per token (the PPO critic's GAE). `values` is None without a critic.
+TOKEN_ADVANTAGES: dict[str, Callable] = {
+    "gae": gae,
+}
+ADVANTAGES = (*OUTCOME_ADVANTAGES, *TOKEN_ADVANTAGES)
+
+
 # --- Policy objectives -----------------------------------------------------------------------
 def clipped_surrogate(log_ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float,
                       eps_high: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -206,29 +270,43 @@ def gspo_sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torc
     return seq[:, None].expand_as(log_ratio)
 
 
-POLICY_LOSSES = ("pg", "clip", "gspo")
+def pg_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
+    """A * log pi(y_t): the plain policy gradient (REINFORCE / RLOO), on-policy, no ratio."""
+    none = torch.zeros_like(mask)
+    return logp * advantages, none, none
+
+
+def clip_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
+    """min(rho_t A, clip(rho_t) A) with the token ratio rho_t = pi/pi_old (PPO, GRPO, DAPO)."""
+    log_ratio = (logp - old_logp).masked_fill(~mask, 0.0)
+    obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
+    return obj, low & mask, high & mask
+
+
+def gspo_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
+    """min(s A, clip(s) A) on each token, s = the geometric mean of the sequence's rho_t (GSPO)."""
+    log_ratio = gspo_sequence_log_ratio((logp - old_logp).masked_fill(~mask, 0.0), mask)
+    obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
+    return obj, low & mask, high & mask
+
+
+# name -> f(logp, old_logp, advantages, mask, eps_low, eps_high) -> (objective, low, high):
+# the per-token objective to maximise and where the low/high clamp was the active branch.
+POLICY_LOSSES: dict[str, Callable] = {
+    "pg": pg_objective,
+    "clip": clip_objective,
+    "gspo": gspo_objective,
+}
 
 
 def policy_objective(kind: str, logp: torch.Tensor, old_logp: torch.Tensor,
                      advantages: torch.Tensor, mask: torch.Tensor, eps_low: float = 0.2,
                      eps_high: float = 0.2) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-token objective to maximise (the loss is its negative), with clip indicators.
-
-    - pg    A * log pi(y_t)                  REINFORCE / RLOO: the plain policy gradient, on-policy
-    - clip  min(rho_t A, clip(rho_t) A)       PPO / GRPO / DAPO: token ratio rho_t = pi/pi_old
-    - gspo  min(s A, clip(s) A) on each token GSPO: s = geometric mean of the sequence's rho_t
-    `advantages` is [B, T] (a completion-level advantage repeated over its tokens, or GAE's).
-    """
-    if kind == "pg":
-        none = torch.zeros_like(mask)
-        return logp * advantages, none, none
-    log_ratio = (logp - old_logp).masked_fill(~mask, 0.0)
-    if kind == "gspo":
-        log_ratio = gspo_sequence_log_ratio(log_ratio, mask)
-    elif kind != "clip":
-        raise ValueError(f"unknown policy loss {kind!r}; expected one of {POLICY_LOSSES}")
-    obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
-    return obj, low & mask, high & mask
+    """Per-token objective to maximise (the loss is its negative), with clip indicators, by
+    name from POLICY_LOSSES. `advantages` is [B, T] (a completion-level advantage repeated
+    over its tokens, or per-token advantages such as GAE's)."""
+    return _lookup(POLICY_LOSSES, kind, "policy loss")(logp, old_logp, advantages, mask,
+                                                      eps_low, eps_high)
 
 
 LOSS_AGGREGATIONS = ("seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm",

@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .algorithms import LOSS_AGGREGATIONS, POLICY_LOSSES
+from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES
 
 __all__ = ["TrainConfig", "PRESETS", "load_config", "field_docs"]
 
@@ -64,8 +64,10 @@ class TrainConfig:
     # --- advantages -------------------------------------------------------------------------
     advantage: str = "grpo"
     """reinforce (reward - baseline), rloo (leave-one-out), grpo (group-normalised), gae (PPO critic)."""
-    scale_rewards: bool = True
-    """GRPO: divide by the group's std. False is Dr. GRPO."""
+    scale_rewards: str = "group"
+    """GRPO's advantage scale (TRL's names): 'group' divides r - mean_group by the group's std,
+    'batch' by the std of the whole batch's rewards, 'none' not at all (Dr. GRPO). The old
+    boolean still loads: true = 'group', false = 'none'."""
     baseline: str = "batch"
     """REINFORCE baseline: 'batch' mean or 'moving_average'."""
     baseline_decay: float = 0.9
@@ -163,11 +165,13 @@ class TrainConfig:
     """Samples per test task for pass@k (pass@1 is greedy)."""
 
     def __post_init__(self):
+        self.scale_rewards = _legacy_scale_rewards(self.scale_rewards)
         self.validate()
 
     def validate(self) -> None:
         """Fail loud on impossible combinations, naming the fix."""
-        choices = {"advantage": ("reinforce", "rloo", "grpo", "gae"), "baseline": ("batch", "moving_average"),
+        choices = {"advantage": ADVANTAGES, "baseline": ("batch", "moving_average"),
+                   "scale_rewards": ("group", "batch", "none"),
                    "policy_loss": POLICY_LOSSES, "loss_aggregation": LOSS_AGGREGATIONS,
                    "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
                    "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
@@ -219,7 +223,7 @@ class TrainConfig:
         return cls(**_resolve_overlong({**PRESETS[name], **overrides, "algorithm": name}))
 
 
-_GRPO = dict(advantage="grpo", scale_rewards=True, policy_loss="clip",
+_GRPO = dict(advantage="grpo", scale_rewards="group", policy_loss="clip",
              loss_aggregation="seq_mean_token_mean", clip_eps_low=0.2, clip_eps_high=0.2,
              beta=0.04, kl_estimator="k3", kl_in="loss", kl_target=0.0, inner_steps=1,
              dynamic_sampling=False, overlong_buffer=0)
@@ -228,7 +232,7 @@ PRESETS: dict[str, dict] = {
     # DeepSeekMath GRPO: group-normalised advantages, token ratio clip, k3 KL in the loss.
     "grpo": _GRPO,
     # Dr. GRPO (Liu et al. 2025): no std division AND a constant length normaliser, no KL.
-    "dr_grpo": {**_GRPO, "scale_rewards": False, "loss_aggregation": "seq_mean_token_sum_norm",
+    "dr_grpo": {**_GRPO, "scale_rewards": "none", "loss_aggregation": "seq_mean_token_sum_norm",
                 "beta": 0.0},
     # DAPO (Yu et al. 2025): clip-higher, token-level loss, dynamic sampling, overlong shaping.
     "dapo": {**_GRPO, "clip_eps_low": 0.2, "clip_eps_high": 0.28, "loss_aggregation": "token_mean",
@@ -256,6 +260,15 @@ def _resolve_overlong(cfg: dict) -> dict:
     if cfg.get("overlong_buffer") == -1:
         cfg["overlong_buffer"] = max(1, cfg.get("max_completion_length", 256) // 4)
     return cfg
+
+
+def _legacy_scale_rewards(value):
+    """scale_rewards was a boolean before it had three values: true = 'group', false = 'none'
+    (configs and saved runs written then still load)."""
+    legacy = {"true": "group", "false": "none", "1": "group", "0": "none"}
+    if isinstance(value, bool):
+        return "group" if value else "none"
+    return legacy.get(value.lower(), value) if isinstance(value, str) else value
 
 
 def _coerce(name: str, value, typ):

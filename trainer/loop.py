@@ -21,16 +21,18 @@ REINFORCE, RLOO) are they needed before the advantages, and then a no-grad pass 
 from __future__ import annotations
 
 import json
-import random
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from rlvr.envs.registry import pooled_env_reward
+
 from . import algorithms as alg
+from .checkpoint import (latest_checkpoint, read_state, restore_trainer_state, seed_everything,
+                         write_checkpoint)
 from .config import TrainConfig, load_config
 from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
@@ -65,13 +67,13 @@ class Trainer:
         self.cfg = cfg = config
         self.run_dir = Path(cfg.output_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        _seed_everything(cfg.seed)
+        seed_everything(cfg.seed)
         self.dist, device = init_distributed(cfg.device, cfg.dist_backend)
         self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available()
                                    else "cpu" if device == "auto" else device)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
         if cfg.reward_deadline_s > 0:   # verifiers run in the pool, under hard deadlines
-            self.env.reward = rlvr.PooledReward.for_env(
+            self.env.reward = pooled_env_reward(
                 self.env, env_args=cfg.env_kwargs, deadline_s=cfg.reward_deadline_s,
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
@@ -111,12 +113,10 @@ class Trainer:
     def resume(cls, run_dir: str | Path, **overrides) -> "Trainer":
         """Continue a run from its latest checkpoint (overrides: e.g. steps=200)."""
         run_dir = Path(run_dir)
-        latest = run_dir / "checkpoints" / "latest"
-        if not latest.exists():
-            raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {latest})")
+        ckpt = latest_checkpoint(run_dir)
         saved = json.loads((run_dir / "config.json").read_text())["config"]
         cfg = load_config(None, {**saved, **overrides, "output_dir": str(run_dir)})
-        return cls(cfg, run_dir / "checkpoints" / latest.read_text().strip())
+        return cls(cfg, ckpt)
 
     # --- the loop ---------------------------------------------------------------------------
     def train(self) -> Path:
@@ -253,8 +253,8 @@ class Trainer:
         n_seqs, n_tokens = self.dist.sum([int(valid.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
                       num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
-        if cfg.advantage == "gae":
-            self._gae_advantages(batch, kl_tok)
+        if cfg.advantage in alg.TOKEN_ADVANTAGES:
+            self._token_advantages(batch, kl_tok)
         else:
             self._outcome_advantages(batch, kl_tok)
         return batch
@@ -269,18 +269,11 @@ class Trainer:
             for mb, k in zip(batch.micro, kl_tok):
                 kl_seq[mb.rows] = k.sum(-1)
             rewards -= self.kl_ctl.beta * kl_seq
-        valid, G = r.valid.to(self.device), r.group_size
-        if cfg.advantage == "reinforce":      # the batch mean is over the global batch
-            total, count = self.dist.sum([float(rewards[valid].sum()), float(valid.sum())])
-            base = total / max(count, 1.0)
-            if cfg.baseline == "moving_average":
-                base = self.baseline(base)
-            adv = alg.reinforce_advantages(rewards, valid, base)
-        elif cfg.advantage == "rloo":
-            adv = alg.rloo_advantages(rewards.view(-1, G), valid.view(-1, G)).flatten()
-        else:
-            adv = alg.grpo_advantages(rewards.view(-1, G), valid.view(-1, G),
-                                      scale=cfg.scale_rewards).flatten()
+        valid = r.valid.to(self.device)
+        adv = alg.outcome_advantages(cfg.advantage, alg.AdvantageInputs(
+            rewards, valid, r.group_size, cfg.scale_rewards,
+            baseline=self.baseline if cfg.baseline == "moving_average" else None,
+            global_sum=self.dist.sum))
         batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in batch.micro]
         batch.stats.update(self._advantage_stats(adv[valid]))
 
@@ -289,16 +282,18 @@ class Trainer:
         return {"advantages/mean": float(a.mean()) if len(a) else 0.0,
                 "advantages/std": float(a.std()) if len(a) > 1 else 0.0}
 
-    def _gae_advantages(self, batch: Batch, kl_tok: list) -> None:
-        """PPO: token rewards (-beta*KL per token + outcome at the end), critic values V_old,
-        GAE advantages and returns -- computed once here, frozen for every inner step."""
+    def _token_advantages(self, batch: Batch, kl_tok: list) -> None:
+        """Per-token estimators (PPO's GAE): token rewards (-beta*KL per token + outcome at the
+        end), critic values V_old, advantages and returns -- computed once here, frozen for
+        every inner step."""
         cfg, evs, advs = self.cfg, [], []
         for i, mb in enumerate(batch.micro):
             outcome = batch.rollout.rewards.to(self.device)[mb.rows]
             kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
             token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
             values = completion_values(self.critic, mb)
-            adv, ret = alg.gae(token_r, values, mb.mask, cfg.gamma, cfg.gae_lambda)
+            adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, values, mb.mask, cfg.gamma,
+                                                           cfg.gae_lambda)
             batch.advantages.append(adv.masked_fill(~batch.loss_mask[i], 0.0))
             batch.returns[i] = ret
             evs.append((values[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
@@ -352,31 +347,10 @@ class Trainer:
         return _Accumulator.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
 
     # --- evaluation ---------------------------------------------------------------------------
-    @torch.no_grad()
     def evaluate(self) -> dict:
-        """pass@1 (greedy) and pass@k (k samples at the training temperature) on the test split.
-        Sampling is seeded per task (from the seed and step), so evaluating never changes the
-        training trajectory; under torchrun the tasks are shared out and the hits gathered."""
-        cfg, k = self.cfg, self.cfg.eval_k
-        if "test" not in self.env.source.splits:
-            raise ValueError(f"environment {self.env.name!r} has no test split for eval")
-        every = self.env.sample(cfg.eval_tasks, split="test", seed=cfg.seed)
-        first, stop = shard(len(every), self.dist, "eval_tasks")
-        tasks, n = every[first:stop], len(every)
-        correct = lambda v: v.ok and v.score >= 1.0
-        greedy = score(self.env, self.engine.generate(tasks, 1, cfg.max_completion_length,
-                                                      greedy=True))
-        seeds = group_seeds(cfg.seed, self.step, 0, count=len(tasks), offset=first)  # rounds are 1..; 0 = eval
-        sampled = score(self.env, self.engine.generate(
-            tasks, k, cfg.max_completion_length, temperature=cfg.temperature, top_p=cfg.top_p,
-            seeds=seeds))
-        hits = [sum(correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
-        passk, greedy_ok, reward_sum = self.dist.sum([
-            sum(alg.pass_at_k(k, c, k) for c in hits), sum(map(correct, greedy.verdicts)),
-            float(sampled.rewards.sum())])
-        # the greedy pass@1 keeps its name; the sampled estimate gets its own (k may be 1)
-        return {f"pass@{k}" if k > 1 else "pass@1/sampled": passk / n, "pass@1": greedy_ok / n,
-                "mean_reward": reward_sum / (n * k), "tasks": n}
+        """pass@1 (greedy) and pass@k on the test split (trainer/evaluate.py)."""
+        from .evaluate import evaluate_in_training
+        return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
 
     # --- checkpoints --------------------------------------------------------------------------
     def save_checkpoint(self) -> Path:
@@ -390,40 +364,20 @@ class Trainer:
         return root / name
 
     def _write_checkpoint(self, root: Path, name: str) -> None:
-        from safetensors.torch import save_model
-        tmp = root / (name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.policy.save_pretrained(tmp / "policy", safe_serialization=True)
-        self.tokenizer.save_pretrained(tmp / "policy")
-        if self.critic is not None:
-            save_model(self.critic, str(tmp / "critic.safetensors"))
-        torch.save({"optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(), "rng": _rng_state()},
-                   tmp / "trainer_state.pt")
         state = {"step": self.step, "cursor": self.stream.cursor,
                  "kl_controller": self.kl_ctl.state_dict(), "baseline": self.baseline.state_dict(),
                  "config": self.cfg.to_dict()}
-        (tmp / "state.json").write_text(json.dumps(state, indent=1))
-        final = root / name
-        if final.exists():
-            import shutil
-            shutil.rmtree(final)
-        tmp.rename(final)
-        (root / "latest").write_text(name)
+        write_checkpoint(root, name, policy=self.policy, tokenizer=self.tokenizer,
+                         critic=self.critic, optimizer=self.optimizer, scheduler=self.scheduler,
+                         state=state)
 
     def _load_checkpoint(self, ckpt: Path) -> None:
-        from safetensors.torch import load_model
-        state = json.loads((ckpt / "state.json").read_text())
+        state = read_state(ckpt)
         self.step = state["step"]
         self.stream = PromptStream(self.env, self.cfg.seed, cursor=state["cursor"])
         self.kl_ctl.load_state_dict(state["kl_controller"])
         self.baseline.load_state_dict(state["baseline"])
-        if self.critic is not None:
-            load_model(self.critic, str(ckpt / "critic.safetensors"))
-        blob = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-        self.optimizer.load_state_dict(blob["optimizer"])
-        self.scheduler.load_state_dict(blob["scheduler"])
-        _set_rng_state(blob["rng"])        # last: nothing after this may draw random numbers
+        restore_trainer_state(ckpt, self.critic, self.optimizer, self.scheduler)   # RNG last
 
     def _write_run_config(self) -> None:
         import rlvr
@@ -540,28 +494,6 @@ def _reward_pool(cfg: TrainConfig):
         from rlvr.pool import WorkerPool
         return WorkerPool(cfg.reward_workers)
     return None
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def _rng_state() -> dict:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(),
-             "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def train(config: TrainConfig | str | Path | None = None, **overrides) -> Path:

@@ -1,5 +1,6 @@
-"""Step metrics (names from ../shared/DESIGN.md, documented in docs/trainer.md) and where they go:
-metrics.jsonl, TensorBoard, the progress bar, and a per-step sample of completions."""
+"""Step metrics (names documented in docs/trainer.md) and where they go: metrics.jsonl,
+TensorBoard (RUN/tensorboard), the progress bar, and a per-step sample of completions.
+`MetricsLogger` is the one logger of every training command (`rlvr train`, `rlvr train-rm`)."""
 from __future__ import annotations
 
 import json
@@ -93,20 +94,26 @@ def _finite(x):
 
 class MetricsLogger:
     """Appends one JSON line per step to metrics.jsonl (and eval.jsonl), mirrors scalars to
-    TensorBoard and the progress bar, and writes sampled completions to samples.jsonl."""
+    TensorBoard (RUN/tensorboard) and the progress bar, and writes sampled completions to
+    samples.jsonl. Rows past `start_step` (a run that died after its last checkpoint) are
+    dropped first: a resumed run rewrites them."""
 
     def __init__(self, run_dir: Path, start_step: int, total_steps: int, tensorboard: bool,
-                 progress: bool):
+                 progress: bool, desc: str = "rlvr train"):
         self.dir = Path(run_dir)
         for name in ("metrics.jsonl", "eval.jsonl", "samples.jsonl"):
-            _truncate_after(self.dir / name, start_step)   # a resumed run rewrites what follows
+            _truncate_after(self.dir / name, start_step)
         self.tb = None
         if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:
+                raise ImportError("TensorBoard logging needs the tensorboard package: "
+                                  "pip install tensorboard (or set tensorboard off)") from exc
             self.tb = SummaryWriter(str(self.dir / "tensorboard"), purge_step=start_step + 1)
         from tqdm.auto import tqdm
         self.bar = tqdm(total=total_steps, initial=start_step, disable=not progress,
-                        desc="rlvr train", dynamic_ncols=True)
+                        desc=desc, dynamic_ncols=True)
 
     def log(self, step: int, metrics: dict, file: str = "metrics.jsonl") -> None:
         row = {"step": step, **{k: _finite(v) if isinstance(v, float) else v
@@ -135,10 +142,11 @@ class MetricsLogger:
 
 
 def _truncate_after(path: Path, step: int) -> None:
-    """Drop rows of steps after `step` (written by a run that died after its last checkpoint)."""
+    """Drop rows of steps after `step` (written by a run that died after its last checkpoint),
+    and a last line cut off mid-write (no newline)."""
     if not path.exists():
         return
-    keep = [line for line in path.read_text().splitlines()
-            if line.strip() and json.loads(line).get("step", 0) <= step]
-    path.write_text("".join(line + "\n" for line in keep))
+    keep = [line for line in path.read_text().splitlines(keepends=True)
+            if line.endswith("\n") and line.strip() and json.loads(line).get("step", 0) <= step]
+    path.write_text("".join(keep))
 

@@ -43,7 +43,7 @@ class TrainRMConfig:
     data: str
     """Preference rows: JSONL, Parquet, a `datasets` directory, or a hub dataset id."""
     output_dir: str
-    """Where the trained model, checkpoints, metrics.jsonl and tb/ go."""
+    """Where the trained model, checkpoints, metrics.jsonl and tensorboard/ go."""
     eval_data: str | None = None
     """Held-out preference rows; when unset `eval_fraction` of `data` is held out."""
     eval_fraction: float = 0.1
@@ -77,7 +77,7 @@ class TrainRMConfig:
     dtype: str | None = None
     use_chat_template: bool = True
     tensorboard: bool = False
-    """Also write metrics as TensorBoard events under output_dir/tb (needs `tensorboard`)."""
+    """Also write metrics as TensorBoard events under output_dir/tensorboard (as `rlvr train`)."""
     progress: bool = True
     resume: bool = True
     """Continue from the newest checkpoint in output_dir when there is one; False deletes
@@ -479,43 +479,6 @@ class _Run:
         return final
 
 
-class _Logger:
-    """Metrics to output_dir/metrics.jsonl (one object per logged step) and TensorBoard."""
-
-    def __init__(self, out: Path, tensorboard: bool, start_step: int):
-        self.path = out / "metrics.jsonl"
-        _drop_rows_after(self.path, start_step)   # rows past the checkpoint are redone
-        self.file = open(self.path, "a", encoding="utf-8")
-        self.tb = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError as exc:
-                raise ImportError("--tensorboard needs the tensorboard package: "
-                                  "pip install tensorboard") from exc
-            self.tb = SummaryWriter(str(out / "tb"), purge_step=start_step + 1)
-
-    def log(self, step: int, metrics: dict) -> None:
-        self.file.write(json.dumps({"step": step, **metrics}) + "\n")
-        self.file.flush()
-        if self.tb:
-            for k, v in metrics.items():
-                self.tb.add_scalar(k, v, step)
-
-    def close(self) -> None:
-        self.file.close()
-        if self.tb:
-            self.tb.close()
-
-
-def _drop_rows_after(path: Path, step: int) -> None:
-    if not path.exists():
-        return
-    keep = [ln for ln in path.read_text().splitlines(keepends=True)
-            if ln.endswith("\n") and json.loads(ln)["step"] <= step]
-    path.write_text("".join(keep))
-
-
 def train_reward_model(cfg: TrainRMConfig) -> TrainRMResult:
     """Train (or resume training) a reward model; the final model is saved in output_dir."""
     from transformers.utils import logging as hf_logging
@@ -538,7 +501,8 @@ def _train(cfg: TrainRMConfig) -> TrainRMResult:
     result = TrainRMResult(str(run.out), start, train_pairs=len(run.train_enc),
                            eval_pairs=len(run.eval_enc), bad_rows=run.bad_rows,
                            truncated_pairs=run.truncated, resumed_from=start or None)
-    logger = _Logger(run.out, cfg.tensorboard, start)
+    from .metrics import MetricsLogger     # the one logger of every training command
+    logger = MetricsLogger(run.out, start, total, cfg.tensorboard, progress=False)
     bar = _progress(cfg, total, start)
     try:
         for step in range(start, total):

@@ -1,0 +1,89 @@
+"""Checkpoints and random-number state: everything a run needs to continue exactly.
+
+A checkpoint folder (RUN/checkpoints/step-000050/) holds the policy (a transformers folder, or
+only the LoRA adapters when training with LoRA), the critic (PPO), the optimizer, scheduler and
+RNG states (trainer_state.pt) and the small state that is not a tensor (state.json: step, data
+cursor, KL controller, baseline, config). It is written to a temporary folder and renamed, so a
+run killed mid-write leaves the previous checkpoint intact; `latest` names the newest.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = ["seed_everything", "rng_state", "set_rng_state", "write_checkpoint", "read_state",
+           "restore_trainer_state", "latest_checkpoint"]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (new heads' initialisation draws from these)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(),
+             "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def write_checkpoint(root: Path, name: str, *, policy, tokenizer, critic, optimizer, scheduler,
+                     state: dict) -> Path:
+    """Write checkpoint `root/name` atomically and point `root/latest` at it."""
+    from safetensors.torch import save_model
+    tmp = root / (name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    policy.save_pretrained(tmp / "policy", safe_serialization=True)   # peft: adapters only
+    tokenizer.save_pretrained(tmp / "policy")
+    if critic is not None:
+        save_model(critic, str(tmp / "critic.safetensors"))
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "rng": rng_state()}, tmp / "trainer_state.pt")
+    (tmp / "state.json").write_text(json.dumps(state, indent=1))
+    final = root / name
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    (root / "latest").write_text(name)
+    return final
+
+
+def read_state(ckpt: Path) -> dict:
+    """state.json of a checkpoint: step, cursor, kl_controller, baseline, config."""
+    return json.loads((ckpt / "state.json").read_text())
+
+
+def restore_trainer_state(ckpt: Path, critic, optimizer, scheduler) -> None:
+    """Critic weights, optimizer, scheduler and, last, the RNG states (nothing after this may
+    draw random numbers, or the resumed run stops matching the uninterrupted one)."""
+    from safetensors.torch import load_model
+    if critic is not None:
+        load_model(critic, str(ckpt / "critic.safetensors"))
+    blob = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+    optimizer.load_state_dict(blob["optimizer"])
+    scheduler.load_state_dict(blob["scheduler"])
+    set_rng_state(blob["rng"])
+
+
+def latest_checkpoint(run_dir: Path) -> Path:
+    """The folder `run_dir/checkpoints/latest` names (FileNotFoundError naming what is missing)."""
+    latest = Path(run_dir) / "checkpoints" / "latest"
+    if not latest.exists():
+        raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {latest})")
+    return latest.parent / latest.read_text().strip()
