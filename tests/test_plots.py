@@ -94,3 +94,73 @@ def test_smooth_is_a_centred_moving_average():
     assert smooth(line) == pytest.approx(line)                      # no lag on a trend
     with pytest.raises(ValueError):
         smooth([1.0], 2)
+
+
+# --- what the eye sees (issue 18): the drawn axes, not just that a PNG exists ----------------------
+def _axes(run, panel_name):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rlvr.trainer.plots import _draw
+    fig, ax = plt.subplots()
+    assert _draw(ax, next(p for p in PANELS if p.name == panel_name), [load_run(run)])
+    return fig, ax
+
+
+def _write_rows(path, rows, evals=()):
+    path.mkdir(parents=True)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if evals:
+        (path / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+    return path
+
+
+def test_negative_rewards_are_inside_the_y_axis(tmp_path):
+    # DAPO's overlong penalty: rewards of -0.92 and -0.55 must be drawn below 0, not clipped
+    rewards = [-0.92, -0.55, -0.3, 0.1]
+    run = _write_rows(tmp_path / "dapo", [{"step": s, "reward": r, "rewards/numeric_match/mean": 0.5}
+                                          for s, r in enumerate(rewards, 1)])
+    fig, ax = _axes(run, "reward")
+    lo, hi = ax.get_ylim()
+    assert lo < -0.92 and hi >= 1.0           # the data and, for a rate, at least [0, 1]
+    assert ax.get_ylim()[0] > -1.2            # ...with a small margin, not a blown-up axis
+
+
+def test_y_range_comes_from_the_data():
+    from rlvr.trainer.plots import y_range
+    assert y_range([0.2, 0.4], unit_interval=True) == pytest.approx((-0.03, 1.03))
+    lo, hi = y_range([1.5, 2.0], unit_interval=True)       # a weighted reward past 1
+    assert hi > 2.0 and lo < 0.0
+    lo, hi = y_range([100.0, 200.0])                        # lengths: no forced 0..1
+    assert 95 < lo < 100 and 200 < hi < 205
+    lo, hi = y_range([3.0, 3.0])                            # flat: a visible band around it
+    assert lo < 3.0 < hi
+
+
+def test_weighted_reward_equal_to_its_only_component_is_one_visible_line(tmp_path):
+    rows = [{"step": s, "reward": 0.1 * s, "rewards/numeric_match/mean": 0.1 * s,
+             "rewards/think_format/mean": 0.05} for s in range(1, 21)]
+    fig, ax = _axes(_write_rows(tmp_path / "run", rows), "reward")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["reward (weighted) = numeric_match", "think_format"]
+    # and when they differ, both are drawn with their own names
+    rows = [{**r, "reward": r["reward"] + 0.2 * r["rewards/think_format/mean"]} for r in rows]
+    fig, ax = _axes(_write_rows(tmp_path / "run2", rows), "reward")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["reward (weighted)", "numeric_match", "think_format"]
+
+
+def test_sparse_series_get_markers(tmp_path):
+    # a 40-step run whose think tokens were logged on one step only, and an eval at two steps
+    rows = [{"step": s, "reward": 0.01 * s} for s in range(1, 41)]
+    rows[9]["think/mean_tokens"] = 12.0
+    run = _write_rows(tmp_path / "run", rows, evals=[{"step": 0, "pass@1": 0.1},
+                                                     {"step": 40, "pass@1": 0.5}])
+    for panel, n_points in (("think_tokens", 1), ("eval", 2)):
+        fig, ax = _axes(run, panel)
+        labelled = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+        assert len(labelled) == 1 and len(labelled[0].get_xdata()) == n_points
+        assert labelled[0].get_marker() == "o" and labelled[0].get_markersize() >= 6
+    fig, ax = _axes(run, "reward")            # a dense series stays a smoothed line
+    labelled = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+    assert labelled[0].get_marker() in ("None", None, "")

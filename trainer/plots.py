@@ -7,8 +7,12 @@ with the runs overlaid, e.g. GRPO against Dr. GRPO on response length.
 
 Each panel draws the raw per-step values as faint points and a centred moving average over
 them as a line (RL curves are noisy; the smoothed line is what the eye should follow, the points
-say how much to trust it). A panel whose metrics a run never logged is skipped with a note --
-a REINFORCE run has no KL, an old run has no think metrics -- never an error.
+say how much to trust it); a series of at most `SPARSE_POINTS` points (an evaluation, a short
+run, a metric logged on one step) is drawn point to point with a marker on every point. The y
+axis comes from the data (a negative DAPO reward shows below 0); curves that coincide (a
+weighted reward equal to its only weighted component) are one line with both names. A panel
+whose metrics a run never logged is skipped with a note -- a REINFORCE run has no KL, an old
+run has no think metrics -- never an error.
 
 >>> report = plot_run("runs/r1zero")            # doctest: +SKIP
 >>> report.files[0]                            # doctest: +SKIP
@@ -22,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Series", "Panel", "PANELS", "RunData", "PlotReport", "load_run", "smooth", "plot_run",
-           "compare_runs"]
+__all__ = ["Series", "Panel", "PANELS", "RunData", "PlotReport", "load_run", "smooth", "y_range",
+           "plot_run", "compare_runs"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Panel:
     ylabel: str
     series: tuple[Series, ...]
     source: str = "metrics.jsonl"
-    unit_interval: bool = False   # rates and accuracies: y axis fixed to [0, 1]
+    unit_interval: bool = False   # rates and accuracies: the y axis shows at least [0, 1]
 
 
 PANELS: tuple[Panel, ...] = (
@@ -63,8 +67,10 @@ PANELS: tuple[Panel, ...] = (
            Series("answer/mean_tokens", "answer tokens"))),
     Panel("entropy", "Policy entropy", "nats per token", (Series("entropy", "entropy"),)),
     Panel("kl", "KL to the reference policy", "per token (k3)", (Series("kl", "KL"),)),
-    Panel("eval", "Held-out evaluation", "pass rate",
-          (Series(r"(pass@\d+)", pattern=True),), source="eval.jsonl", unit_interval=True),
+    Panel("eval", "Held-out evaluation (step 0 = the base model)", "rate on held-out tasks",
+          (Series(r"(pass@\d+)", pattern=True),
+           Series("think/well_formed_rate", "think well-formed")),
+          source="eval.jsonl", unit_interval=True),
 )
 
 
@@ -137,6 +143,20 @@ def _curves(run: RunData, panel: Panel) -> list[tuple[str, list[float], list[flo
             xs, ys = _points(rows, key)
             if xs:
                 out.append((label, xs, ys))
+    return _merge_identical(out)
+
+
+def _merge_identical(curves: list[tuple[str, list[float], list[float]]]):
+    """One line for curves that coincide at every point (a weighted reward equal to its only
+    weighted component): drawn twice, the second hides the first and its legend entry lies."""
+    out: list[tuple[str, list[float], list[float]]] = []
+    for label, xs, ys in curves:
+        for i, (other, oxs, oys) in enumerate(out):
+            if oxs == xs and all(math.isclose(a, b, abs_tol=1e-9) for a, b in zip(oys, ys)):
+                out[i] = (f"{other} = {label}", oxs, oys)
+                break
+        else:
+            out.append((label, xs, ys))
     return out
 
 
@@ -165,18 +185,22 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
     from matplotlib.ticker import MaxNLocator
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     styles = ["-", "--", ":", "-."]
-    drawn, top = 0, 0.0
+    drawn, values = 0, []
     for r, run in enumerate(runs):
         for s, (label, xs, ys) in enumerate(_curves(run, panel)):
             # One run: a colour per series. Several: a colour per run, a line style per series.
             color = colors[(s if len(runs) == 1 else r) % len(colors)]
             style = styles[0] if len(runs) == 1 else styles[s % len(styles)]
             name = label if len(runs) == 1 else f"{run.name}: {label}"
-            few = len(xs) <= 12          # evals, short runs: every point matters, mark them
-            ax.plot(xs, ys, "o", color=color, alpha=0.8 if few else 0.3,
-                    markersize=5 if few else 3.5, markeredgewidth=0)
-            ax.plot(xs, ys if few else smooth(ys), style, color=color, linewidth=1.8, label=name)
-            top = max(top, max(ys))
+            if len(xs) <= SPARSE_POINTS:
+                # evals, short runs, a metric logged on one step: every point is a marker (a
+                # line through one point is invisible), and the legend shows the marker too
+                ax.plot(xs, ys, style, marker="o", markersize=6 if len(xs) > 1 else 8,
+                        color=color, linewidth=1.8, label=name)
+            else:
+                ax.plot(xs, ys, "o", color=color, alpha=0.3, markersize=3.5, markeredgewidth=0)
+                ax.plot(xs, smooth(ys), style, color=color, linewidth=1.8, label=name)
+            values += ys
             drawn += 1
     if not drawn:
         return False
@@ -185,11 +209,28 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
     ax.set_ylabel(panel.ylabel)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.ticklabel_format(axis="y", useOffset=False)    # no "1e-5+4.654" corner offsets
-    if panel.unit_interval:
-        ax.set_ylim(-0.03, max(1.0, top) * 1.03)   # a weighted reward may pass 1
+    ax.set_ylim(*y_range(values, panel.unit_interval))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="best", framealpha=0.8)
     return True
+
+
+SPARSE_POINTS = 12
+"""Series with at most this many points are drawn point to point with markers, unsmoothed."""
+
+
+def y_range(values: list[float], unit_interval: bool = False) -> tuple[float, float]:
+    """The y axis from the data, with a 3% margin. Rates and accuracies always show [0, 1]
+    as well, but the data widens it: a weighted reward may pass 1, and DAPO's overlong penalty
+    drives a reward below 0."""
+    lo, hi = min(values), max(values)
+    if unit_interval:
+        lo, hi = min(lo, 0.0), max(hi, 1.0)
+    if hi - lo < 1e-12:        # a flat series: centre it in a small band
+        pad = abs(hi) * 0.05 or 0.05
+        return lo - pad, hi + pad
+    pad = 0.03 * (hi - lo)
+    return lo - pad, hi + pad
 
 
 def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
