@@ -36,6 +36,8 @@ def get_field(row: dict, name: str) -> Any:
 def with_fields(row: dict, names: tuple[str, ...]) -> dict:
     """The row, plus each dotted field name that resolves, as a flat key (so environments that
     read `row[id_field]` see nested ids and golds too)."""
+    if not names:
+        return row
     extra = {}
     for name in names:
         if "." in name and name not in row:

@@ -124,12 +124,12 @@ class _RowSpec:
     versions: dict
     verifier: str
     batch_rows: int = 1
+    nested: tuple = field(init=False, default=())
+    """The field names that are dotted paths (rlvr.scoring.fields), worked out once."""
 
-    @property
-    def nested(self) -> tuple[str, ...]:
-        """The field names that are dotted paths (rlvr.scoring.fields)."""
-        return tuple(f for f in (self.id_field, self.answer_field, self.completion_field)
-                     if "." in f)
+    def __post_init__(self):
+        object.__setattr__(self, "nested", tuple(
+            f for f in (self.id_field, self.answer_field, self.completion_field) if "." in f))
 
 
 def _json_encoder() -> Callable[[Any], str]:

@@ -1,9 +1,9 @@
 """The summary of a scoring run: counts by status, the mean score, latencies, the slowest rows."""
 from __future__ import annotations
 
-import hashlib
 import heapq
 import re
+import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,8 +37,8 @@ def add_counts(total: dict, counts) -> None:
 def task_key(row_id, line: int) -> int:
     """A stable 63-bit key of a row's task id (the same in every worker process, unlike
     `hash()`); a row without an id is a task of its own."""
-    text = f"id:{row_id}" if row_id is not None else f"line:{line}"
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+    text = str(row_id).encode() if row_id is not None else b"\0line:%d" % line
+    return (zlib.crc32(text) << 31) ^ zlib.adler32(text)      # two C checksums: ~0.1 us
 
 
 def solved_flags(statuses, scores) -> bytes:
