@@ -190,3 +190,26 @@ def test_rlvr_score_humaneval_reports_every_bad_program_as_ok_0_with_its_limit(t
             wrong.append((r["task_id"], r["kind"], r["status"], r["score"], r["reason"][:200]))
     assert not wrong, wrong
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- forked children
+
+def test_only_the_driver_process_reports_results(reward):
+    """A child the solution forks that returns into the driver never adds a record: the
+    driver's own answer is graded (it used to be 'test 0 reported twice' either way)."""
+    tests = CodeTests([TestCase([2, 3], 5), TestCase([40, 2], 42)], "add")
+    child_wrong = ("import os\ndef add(a, b):\n    pid = os.fork()\n    if pid == 0:\n"
+                   "        return -1\n    os.waitpid(pid, 0)\n    return a + b\n")
+    child_right = ("import os\ndef add(a, b):\n    pid = os.fork()\n    if pid == 0:\n"
+                   "        return a + b\n    os.waitpid(pid, 0)\n    return -1\n")
+    v = reward.score(Task("t", answer=tests), fenced(child_wrong))
+    assert (v.status, v.score) == (OK, 1.0), v.reason
+    v = reward.score(Task("t", answer=tests), fenced(child_right))
+    assert (v.status, v.score) == (OK, 0.0), v.reason
+
+
+def test_a_fork_bomb_body_scores_0_naming_the_process_limit(reward):
+    """`while True: os.fork()` (the children return into the driver once forks are refused)
+    is the program's fault: ok, 0, the process limit named."""
+    v = reward.score(Task("t", answer=ADD), "    import os\n    while True:\n        os.fork()\n")
+    assert (v.status, v.score) == (OK, 0.0) and "process limit" in v.reason, v.reason

@@ -93,10 +93,18 @@ def _describe(exc):
 
 
 class _Channel:
+    """The result pipe. Only the driver's own process reports: a child the solution forked
+    that returns into the driver (a fork bomb's children, or a child answering differently from
+    its parent) exits silently instead of adding records, so the record stream stays the
+    driver's answers and the run's real fault (e.g. the process limit) is what gets reported."""
+
     def __init__(self, fd):
         self.fd = fd
+        self.owner = os.getpid()
 
     def emit(self, record):
+        if os.getpid() != self.owner:
+            os._exit(0)
         data = (json.dumps(record) + "\n").encode()
         while data:
             data = data[os.write(self.fd, data):]
