@@ -297,9 +297,14 @@ def supervise(req, confine, stdin_path=None, cgroup_fds=()):
 
 
 def _drain(streams, limit_s=2.0):
+    """Read what the (now killed) program left in its pipes, to end-of-file. The limit only
+    stops a wait on pipes that stay silent: data already there is always read, so a busy host
+    that delays this loop can never cut a finished program's output (or its results)."""
     end = time.monotonic() + limit_s
-    while any(s.open for s in streams) and time.monotonic() < end:
+    while any(s.open for s in streams):
         ready = select.select([s.fd for s in streams if s.open], [], [], POLL_S)[0]
+        if not ready and time.monotonic() >= end:
+            break
         for s in streams:
             if s.open and s.fd in ready:
                 s.pump()
