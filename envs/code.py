@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from rlvr.core import Task
 from rlvr.pool import in_pool_worker
 from rlvr.rows import read_rows
-from rlvr.pooled_reward import PooledReward
+from rlvr.pooled_reward import PooledReward, derive_deadline
 from rlvr.envs.registry import register_env
 from rlvr.sandbox.base import Limits
 from rlvr.verifiers.code import CodeReward, CodeTests
@@ -122,7 +122,8 @@ def code_reward(backend: str = "process", all_or_nothing: bool = False, wall_s: 
                         parser=parser or ThinkParser())
     if not pooled or in_pool_worker():
         return reward
-    return PooledReward(reward, deadline_s=(wall_s + 20) * (reward.retries + 1))
+    # behind every limit of the sandbox (start-up, retries, stdin suites' longer walls)
+    return PooledReward(reward, deadline_s=derive_deadline(reward))
 
 
 def _environment(name, tasks_by_split, reward, description, prompt_style="chat"):
