@@ -7,10 +7,12 @@
 With `base_env`, tasks (and so prompts, gold answers and task ids) come from that environment
 and its rewards stay in the mix with their weights scaled by `verifier_weight` (0 = logged
 only): every component's score is in `Verdict.components`. Without one, the environment scores
-rows that carry their own `prompt` (scoring rows need an `answer` field, which the reward model
-ignores, until `rlvr score --reward-model` reads prompt/completion rows directly).
+rows that carry their own `prompt` and `completion` (`rlvr score --reward-model RM rows.jsonl`);
+an `id` is kept as the row's name and an `answer` is optional (the reward model ignores it).
 """
 from __future__ import annotations
+
+from typing import Mapping
 
 from rlvr.core import Task
 from rlvr.envs.registry import load_env, register_env
@@ -29,8 +31,22 @@ class _OwnPromptRows(RowSource):
 
     def get(self, task_id: str) -> Task:
         raise KeyError(f"the reward-model environment has no task {task_id!r} to look up: give "
-                       "each row its own 'prompt' and an 'answer' field (any value; the reward "
-                       "model ignores it), or pass base_env=NAME to take tasks from NAME")
+                       "each row its own 'prompt', or pass base_env=NAME to take tasks from NAME")
+
+
+class _OwnPromptEnvironment(Environment):
+    """A scoring row is its own task: its `prompt`, its id as a name (there is no stored task
+    to look it up in), its `answer` if any. Rows without a prompt fall back to the id lookup,
+    whose error says what to add."""
+
+    def task_from_row(self, row: Mapping, id_field: str = "id",
+                      answer_field: str = "answer") -> Task:
+        if row.get("prompt") is None:
+            return super().task_from_row(row, id_field, answer_field)
+        extra = {k: v for k, v in row.items() if k not in (id_field, answer_field, "prompt")}
+        name = row.get(id_field)
+        return Task(id="" if name is None else str(name), prompt=row["prompt"],
+                    answer=row.get(answer_field), metadata=extra)
 
 
 @register_env("reward-model")
@@ -52,9 +68,9 @@ def reward_model_env(path: str, base_env: str | None = None, base_env_args: dict
     if base_env is None:
         source = _OwnPromptRows({"train": [Task(f"smoke/{i}", prompt=p, answer="")
                                            for i, p in enumerate(_SMOKE_PROMPTS)]})
-        return Environment(name="reward-model", source=source, rewards=[(rm, weight)],
-                           version=rm.version,
-                           description=f"learned reward model {path} ({rm.model.kind})")
+        return _OwnPromptEnvironment(
+            name="reward-model", source=source, rewards=[(rm, weight)], version=rm.version,
+            description=f"learned reward model {path} ({rm.model.kind})")
     base = load_env(base_env, check=False, **(base_env_args or {}))
     rewards = [(rm, weight)] + [(r, w * verifier_weight) for r, w in base.rewards]
     env = Environment(name=f"{base.name}+{name}", source=base.source, rewards=rewards,

@@ -40,3 +40,38 @@ def test_envs_show_missing_factory_argument_is_a_usage_error(capsys):
     err = capsys.readouterr().err
     assert "missing a required argument: 'level'" in err and "--env-arg" in err
     assert main(["envs", "show", "needs-arg", "--env-arg", "level=3"]) == 0
+
+
+def test_score_with_a_wrong_env_argument_is_a_one_line_usage_error(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "x", "completion": "4", "answer": "4"}\n')
+    code = main(["score", "--env", "arithmetic", "--env-arg", "n_term=2", str(rows),
+                 "-o", str(tmp_path / "out.jsonl"), "--workers", "0"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert "n_term" in lines[0] and "n_terms" in lines[0] and "max_value" in lines[0]
+    assert not (tmp_path / "out.jsonl").exists()      # nothing half-written
+
+
+def test_envs_list_shows_each_first_sentence_whole(capsys):
+    from rlvr import list_envs
+    from rlvr.cli.envs import first_sentence
+    assert main(["envs", "list"]) == 0
+    from rlvr.envs.registry import env_info
+    lines = {ln.partition(" ")[0]: ln.partition(" ")[2].strip() for ln in
+             capsys.readouterr().out.splitlines() if ln.strip()}
+    assert set(lines) == set(list_envs())
+    for name, text in lines.items():
+        if env_info(name)["doc"].strip():          # (environments registered by other tests)
+            assert text.endswith((".", "!", "?")), (name, text)     # never cut mid-sentence
+    assert "the final attempt is scored like `code`" in lines["code-feedback"]
+    # a description whose first sentence wraps over two docstring lines is joined, not cut
+    doc = ("Write a function, see the failing tests: up to `n` attempts; the final\n"
+           "    attempt is scored like `code`. More detail here.\n\nArgs: ...")
+    assert first_sentence(doc) == ("Write a function, see the failing tests: up to `n` attempts;"
+                                   " the final attempt is scored like `code`.")
+    assert first_sentence("Uses e.g. sums and 3.5 too. Then more.") == \
+        "Uses e.g. sums and 3.5 too."
+    assert first_sentence("") == ""

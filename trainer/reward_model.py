@@ -517,8 +517,7 @@ def _train(cfg: TrainRMConfig) -> TrainRMResult:
                 run.save_checkpoint(done)
             if bar:
                 bar.update(1)
-                bar.set_postfix(loss=f"{metrics['train/loss']:.3f}",
-                                acc=f"{result.eval_metrics.get('eval/accuracy', float('nan')):.2f}")
+                bar.set_postfix(bar_postfix(metrics, result.eval_metrics))
     finally:
         logger.close()
         if bar:
@@ -535,6 +534,17 @@ def _write_summary(out: Path, cfg: TrainRMConfig, result: TrainRMResult) -> None
     (out / "train_rm.json").write_text(json.dumps(
         {"config": asdict(cfg), "rlvr_version": __version__, "result": asdict(result)},
         indent=2, default=str))
+
+
+def bar_postfix(metrics: dict, eval_metrics: dict) -> dict:
+    """What the bar shows: this step's loss and batch accuracy, and the held-out accuracy only
+    once an evaluation has run (before it there is none to show, not a `nan`)."""
+    out = {"loss": f"{metrics['train/loss']:.3f}"}
+    if "train/accuracy" in metrics:
+        out["batch_acc"] = f"{metrics['train/accuracy']:.2f}"
+    if "eval/accuracy" in eval_metrics:
+        out["eval_acc"] = f"{eval_metrics['eval/accuracy']:.2f}"
+    return out
 
 
 def _progress(cfg: TrainRMConfig, total: int, initial: int):

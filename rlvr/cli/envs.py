@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from rlvr.envs.registry import EnvArgumentError, UnknownEnvError, env_info, list_envs, load_env
 from rlvr.usage import EXIT_OK, UsageError, parse_kv
@@ -22,9 +23,20 @@ def add_parser(sub) -> None:
 
 def cmd_list(args) -> int:
     for name in list_envs():
-        doc = env_info(name)["doc"].splitlines()
-        print(f"{name:24s} {doc[0] if doc else ''}")
+        print(f"{name:24s} {first_sentence(env_info(name)['doc'])}")
     return EXIT_OK
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z`(\[]|\s*$)")
+
+
+def first_sentence(doc: str) -> str:
+    """The docstring's first sentence, whole even when it wraps over several lines: the first
+    paragraph with its line breaks joined, cut after the first `.`, `!` or `?` that ends the
+    text or is followed by a capital (so "e.g. the" and "3.5" do not end it)."""
+    paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph[:end.end()] if end else paragraph
 
 
 def cmd_show(args) -> int:

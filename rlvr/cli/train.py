@@ -6,7 +6,7 @@ import sys
 import argparse
 from pathlib import Path
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "console_trainer", "eval_line"]
 
 
 def add_parser(subparsers) -> None:
@@ -24,6 +24,32 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
+def eval_line(step: int, result: dict) -> str:
+    """One console line for an evaluation: pass@k rates first, then the rest, as in eval.jsonl."""
+    first = sorted(k for k in result if k.startswith("pass@"))
+    rest = [k for k in result if k not in first and k != "tasks"]
+    parts = [f"{k} {result[k]:.3f}" if isinstance(result[k], float) else f"{k} {result[k]}"
+             for k in first + rest]
+    tasks = f" ({result['tasks']} tasks)" if "tasks" in result else ""
+    return f"eval step {step}: " + "  ".join(parts) + tasks
+
+
+def console_trainer():
+    """The Trainer whose evaluations are printed on the console as they finish, not only
+    appended to eval.jsonl (a hook here rather than in the loop, which stays free of output)."""
+    from tqdm import tqdm
+
+    from rlvr.trainer.loop import Trainer
+
+    class ConsoleEvalTrainer(Trainer):
+        def evaluate(self) -> dict:
+            result = super().evaluate()
+            if self.dist.is_main:      # above the progress bar, not through it
+                tqdm.write(eval_line(self.step, result), file=sys.stdout)
+            return result
+    return ConsoleEvalTrainer
+
+
 def _run(args) -> int:
     from rlvr.usage import UsageError
     from rlvr.trainer.config import field_docs, load_config, parse_overrides
@@ -36,16 +62,14 @@ def _run(args) -> int:
         if args.resume:
             if args.config:
                 raise UsageError("--resume takes the run's saved config; pass overrides instead")
-            from rlvr.trainer.loop import Trainer
             overrides = parse_overrides(args.overrides)
             overrides.pop("preset", None)
-            run_dir = Trainer.resume(args.resume, **overrides).train()
+            run_dir = console_trainer().resume(args.resume, **overrides).train()
         else:
             if args.config is not None and not args.config.exists():
                 raise UsageError(f"config file not found: {args.config}")
             cfg = load_config(args.config, args.overrides)
-            from rlvr.trainer.loop import Trainer
-            run_dir = Trainer(cfg).train()
+            run_dir = console_trainer()(cfg).train()
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
     finally:
