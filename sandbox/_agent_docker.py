@@ -108,6 +108,24 @@ def _left_behind(dirs):
     return [os.path.join(d, p) for d in dirs for p in os.listdir(d)] + _sysv_left()
 
 
+OOM_COUNTERS = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+"""The container's own memory cgroup (v1, v2), mounted read-only: its `oom_kill` counter tells a
+kill by the container's memory limit from any other SIGKILL."""
+
+
+def _oom_kills():
+    for path in OOM_COUNTERS:
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    return None
+
+
 def _prepare(req):
     """Write the request's stdin and files (as the program's uid) before the run."""
     stdin_path = None
@@ -135,7 +153,10 @@ def serve_docker(cfg, in_fd, out_fd, confine):
             return
         try:
             stdin_path = _prepare(req)
+            oom_before = _oom_kills()
             result = supervise(req, confine, stdin_path)
+            if oom_before is not None and (_oom_kills() or 0) > oom_before:
+                result["cg_oom"] = True
             if stdin_path:
                 os.unlink(stdin_path)
         except BaseException as exc:  # noqa: BLE001 -- the container is now suspect

@@ -384,3 +384,27 @@ def test_docker_containers_do_not_outlive_their_process(how):
         left = _containers_of(pid)
     assert not left, f"containers left behind after {how}: {left} ({stderr[-500:]})"
     assert "cannot schedule new futures" not in stderr
+
+
+# --------------------------------------------------------------------------- limits (1)
+
+SPREAD_MEMORY = '''
+import os, time
+for _ in range(6):                       # each child stays under RLIMIT_AS; together they do not
+    if os.fork() == 0:
+        x = bytearray(150 << 20)
+        for i in range(0, len(x), 4096):
+            x[i] = 1
+        time.sleep(3)
+        os._exit(0)
+time.sleep(3)
+print("done")
+'''
+
+
+def test_a_memory_bomb_spread_over_processes_is_a_memory_limit(one_slot):
+    """Issue 13.1: the cgroup's OOM kill is named as the memory limit (on Docker it was a bare
+    'killed', or nothing when only a child died)."""
+    res = one_slot.run(SPREAD_MEMORY, limits=Limits(memory_mb=200, disk_mb=32, wall_s=8))
+    assert res.status == "memory_limit", (res.status, res.reason)
+    assert "memory limit exceeded: 200 MB" in res.reason
