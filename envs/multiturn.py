@@ -47,6 +47,9 @@ class Episode(Completion):
     (a turn hit the per-turn token cap)."""
     pending_calls: list = field(default_factory=list, repr=False)
     """The last turn's parsed calls, malformed ones included (what a ToolEnvironment runs)."""
+    state: dict = field(default_factory=dict)
+    """Per-episode scratch space for `respond` (a game board, a counter); picklable. It is not
+    part of the transcript, so a reward that reads it cannot be recomputed by `rlvr score`."""
 
     def assistant_turns(self) -> list[dict]:
         return [m for m in self.messages if m.get("role") == "assistant"]

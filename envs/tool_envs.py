@@ -34,7 +34,8 @@ __all__ = ["BigArithmeticSource", "tool_arithmetic", "math_python", "code_feedba
 CALC_SYSTEM = (
     "You are a careful assistant with a calculator tool. Numbers this large cannot be "
     "multiplied or added reliably in your head: call the calculator, then reply with the "
-    "result as 'Answer: <number>'.")
+    "result as 'Answer: <number>'. For example, to multiply 12 by 34 write "
+    '<tool_call>{"name": "calculator", "arguments": {"expression": "12 * 34"}}</tool_call>')
 
 
 @dataclass(frozen=True)

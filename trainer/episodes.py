@@ -25,7 +25,7 @@ from rlvr.verifiers.tools import ToolCall, parse_tool_calls
 
 from .rollout import Rollout
 
-__all__ = ["run_episodes", "policy_tokens", "episode_metrics", "tool_prompt", "env_token_ids",
+__all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "episode_metrics", "tool_prompt", "env_token_ids",
            "parse_turn", "episode_sample"]
 
 _SENTINEL = "\x00rlvr-turn-end\x00"
@@ -212,6 +212,32 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
         rollout.completion_ids[i] = e.token_ids
         rollout.completions[i] = e
     return rollout
+
+
+class EpisodeEngine:
+    """A rollout engine whose `generate` runs whole episodes of a multi-turn environment, so the
+    trainer's collect and eval paths run episodes without knowing it (same interface)."""
+
+    def __init__(self, engine, env, tokenizer):
+        self.engine, self.env, self.tokenizer = engine, env, tokenizer
+
+    def generate(self, tasks, group_size, max_new_tokens, *, temperature=1.0, top_p=1.0,
+                 greedy=False, seeds=None) -> Rollout:
+        return run_episodes(self.engine, self.env, self.tokenizer, tasks, group_size,
+                            max_new_tokens, temperature=temperature, top_p=top_p, greedy=greedy,
+                            seeds=seeds)
+
+    def sync_weights(self, policy) -> None:
+        self.engine.sync_weights(policy)
+
+    def __getattr__(self, name):             # policy, batch_size... of the wrapped engine
+        return getattr(self.engine, name)
+
+
+def episode_engine(engine, env, tokenizer) -> EpisodeEngine:
+    """The trainer's engine for `env`: episodes for every environment (for a single-turn one,
+    exactly the wrapped engine's rollout)."""
+    return EpisodeEngine(engine, env, tokenizer)
 
 
 def _ended(e: Episode, budget: int) -> bool:
