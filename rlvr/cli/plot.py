@@ -12,8 +12,14 @@ def add_parser(subparsers) -> None:
         "plot", help="draw a run's metrics as PNGs (reward, length, think tags, entropy, KL, eval)",
         description="Read RUN_DIR/metrics.jsonl and eval.jsonl and write one PNG per panel plus "
                     "overview.png. Panels whose metrics the run did not log are skipped with a note.")
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("-o", "--out", type=Path, help="output folder (default: RUN_DIR/plots)")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                   help="a run folder; or `passk` followed by `rlvr eval -o` results: pass@k vs k, "
+                        "one curve per model with its confidence band, crossings marked")
+    p.add_argument("results", type=Path, nargs="*", metavar="RESULT.json",
+                   help="(after `passk`) results files of `rlvr eval -o`")
+    p.add_argument("-o", "--out", type=Path, help="output folder (default: RUN_DIR/plots); for "
+                   "passk a .png path or folder (default: passk.png beside the first result)")
+    p.add_argument("--names", help="(passk) comma-separated curve names (default: each label)")
     p.set_defaults(func=_plot)
 
     c = subparsers.add_parser(
@@ -40,6 +46,12 @@ def _report(report) -> int:
 
 def _plot(args) -> int:
     from rlvr.usage import UsageError
+    if str(args.run_dir) == "passk":
+        from rlvr.trainer.passk_plot import run_cli
+        return run_cli(args.results, args.out, args.names)
+    if args.results:
+        raise UsageError(f"rlvr plot takes one RUN_DIR (or `passk RESULT.json ...`), got "
+                         f"{1 + len(args.results)} paths")
     from rlvr.trainer.plots import plot_run
     try:
         return _report(plot_run(args.run_dir, args.out))

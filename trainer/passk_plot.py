@@ -1,0 +1,183 @@
+"""`rlvr plot passk RESULT.json [RESULT2.json ...]`: pass@k against k, one curve per model.
+
+The seed note's "reasoning boundary" picture (Yue et al. 2025, Figure 1): RL-trained models lead
+at small k, base models may catch up or overtake at large k. Each curve is the unbiased pass@k
+(Chen et al. 2021) at every k from 1 to n, recomputed from the per-task correct counts that
+`rlvr eval -o` records, with its bootstrap confidence band over tasks (trainer/passk.py); k is on
+a log axis. Where two curves cross, the crossing is marked and printed; a crossing inside
+overlapping bands is marked as such (the data cannot tell the order there).
+
+>>> report = plot_passk(["base.json", "grpo.json"], "passk.png")    # doctest: +SKIP
+>>> report.crossings                                                # doctest: +SKIP
+[Crossing(a='GRPO', b='base', k=23.4, leader_after='base', bands_overlap=True)]
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .passk import PassAtK, pass_at_k_curve
+
+__all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "find_crossings", "plot_passk",
+           "run_cli"]
+
+
+@dataclass
+class Curve:
+    """One model's pass@k curve and band."""
+    label: str
+    points: PassAtK
+    greedy: float | None = None
+    tasks: int = 0
+    samples: int = 0
+
+
+@dataclass
+class Crossing:
+    """Curves `a` and `b` change order between two neighbouring k; `k` is interpolated on log k."""
+    a: str
+    b: str
+    k: float
+    leader_after: str
+    bands_overlap: bool
+
+
+@dataclass
+class PassKReport:
+    path: Path
+    curves: list[Curve]
+    crossings: list[Crossing] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"wrote {self.path}"]
+        for c in self.curves:
+            lo, hi = c.points.value[0], c.points.value[-1]
+            lines.append(f"  {c.label}: pass@1 {lo:.3f} -> pass@{c.points.ks[-1]} {hi:.3f} "
+                         f"({c.tasks} tasks, n={c.samples})")
+        if not self.crossings and len(self.curves) > 1:
+            lines.append("  the curves do not cross over the k measured")
+        for x in self.crossings:
+            lines.append(f"  {x.a} and {x.b} cross at k ~ {x.k:.1f}; {x.leader_after} leads after"
+                         + (" (inside overlapping confidence bands)" if x.bands_overlap else ""))
+        return "\n".join(lines)
+
+
+def load_curve(path: str | Path, label: str | None = None, every_k: bool = True) -> Curve:
+    """A curve from an `rlvr eval` results file: recomputed at every k <= n from the recorded
+    counts (same bootstrap seed and level as the run), or the reported points if it has none."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no results file {path}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc}); pass files written by `rlvr eval -o`")
+    if not isinstance(data, dict) or "pass_at" not in data:
+        raise ValueError(f"{path} has no pass@k results; pass files written by `rlvr eval -o`")
+    cfg = data.get("config", {})
+    name = label or data.get("label") or cfg.get("label") or path.stem
+    n, counts = data.get("samples"), data.get("correct_counts")
+    if every_k and counts and n:
+        points = pass_at_k_curve(counts, n, range(1, n + 1), cfg.get("bootstrap", 1000),
+                                 cfg.get("level", 0.95), cfg.get("seed", 0))
+    else:
+        ks = sorted(int(key.split("@")[1]) for key in data["pass_at"])
+        ci = data.get("pass_at_ci", {})
+        val = [data["pass_at"][f"pass@{k}"] for k in ks]
+        points = PassAtK(ks, val, [ci.get(f"pass@{k}", [v, v])[0] for k, v in zip(ks, val)],
+                         [ci.get(f"pass@{k}", [v, v])[1] for k, v in zip(ks, val)],
+                         len(counts or []), cfg.get("level", 0.95), 0)
+    return Curve(name, points, data.get("greedy_pass1"), data.get("sampled_tasks", 0), n or 0)
+
+
+def find_crossings(curves: list[Curve]) -> list[Crossing]:
+    """Every pair of curves that changes order over the k both measured (ties are not crossings:
+    a pair must be strictly ahead on each side)."""
+    out = []
+    for i, a in enumerate(curves):
+        for b in curves[i + 1:]:
+            ka = dict(zip(a.points.ks, range(len(a.points.ks))))
+            common = [k for k in b.points.ks if k in ka]
+            kb = dict(zip(b.points.ks, range(len(b.points.ks))))
+            prev = None
+            for k in common:
+                ia, ib = ka[k], kb[k]
+                d = a.points.value[ia] - b.points.value[ib]
+                if d == 0:
+                    continue
+                if prev is not None and (prev[1] > 0) != (d > 0):
+                    k0, d0 = prev
+                    t = d0 / (d0 - d)                            # linear in log k
+                    kx = math.exp(math.log(k0) + t * (math.log(k) - math.log(k0)))
+                    overlap = not (a.points.low[ia] > b.points.high[ib]
+                                   or b.points.low[ib] > a.points.high[ia])
+                    out.append(Crossing(a.label, b.label, kx, a.label if d > 0 else b.label,
+                                        overlap))
+                prev = (k, d)
+    return out
+
+
+def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
+               title: str | None = None) -> PassKReport:
+    """Draw the curves of `results` (paths to `rlvr eval` JSON, or Curves) into the PNG `out`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if labels is not None and len(labels) != len(results):
+        raise ValueError(f"{len(labels)} names for {len(results)} results")
+    curves = [r if isinstance(r, Curve) else load_curve(r, labels[i] if labels else None)
+              for i, r in enumerate(results)]
+    if not curves:
+        raise ValueError("no results to plot")
+    crossings = find_crossings(curves)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for c in curves:
+        p = c.points
+        line, = ax.plot(p.ks, p.value, marker="o" if len(p.ks) <= 12 else None, ms=4,
+                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})")
+        ax.fill_between(p.ks, p.low, p.high, color=line.get_color(), alpha=0.2, lw=0)
+        if c.greedy is not None:
+            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color())
+    for x in crossings:
+        ax.axvline(x.k, color="0.3", ls="--", lw=1)
+        ax.annotate(f"cross k~{x.k:.0f}" + ("\n(bands overlap)" if x.bands_overlap else ""),
+                    (x.k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=8,
+                    color="0.2")
+    ax.set_xscale("log", base=2)
+    kmax = max(c.points.ks[-1] for c in curves)
+    ticks = [2 ** i for i in range(int(math.log2(kmax)) + 1)]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xlim(1, kmax)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("k (samples per task, log scale)")
+    ax.set_ylabel("pass@k (unbiased; band: "
+                  f"{curves[0].points.level:.0%} bootstrap CI over tasks)")
+    ax.set_title(title or "pass@k vs k (star: greedy pass@1)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return PassKReport(out, curves, crossings)
+
+
+def run_cli(results: list[Path], out: Path | None, names: str | None,
+            title: str | None = None) -> int:
+    """`rlvr plot passk`: the body the CLI calls (default output: passk.png beside the first)."""
+    from rlvr.usage import UsageError
+    if not results:
+        raise UsageError("rlvr plot passk needs one or more RESULT.json files (rlvr eval -o)")
+    labels = [n.strip() for n in names.split(",")] if names else None
+    target = out or Path(results[0]).with_name("passk.png")
+    if target.suffix.lower() != ".png":          # a folder
+        target = target / "passk.png"
+    try:
+        report = plot_passk(results, target, labels, title)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(report.summary())
+    return 0
