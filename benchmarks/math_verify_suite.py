@@ -6,7 +6,7 @@
 TESTS_DIR is the `tests/` folder of https://github.com/huggingface/Math-Verify (not shipped in
 its wheel). A case is a whole-completion equivalence check when its test compares two whole
 strings: `compare_strings(gold, pred, ...)` or `verify(parse(gold), parse(pred))` (269 cases at
-the repository's HEAD of 2026-12). Cases run with a non-default switch -- `strict=False`,
+commit 5d148cf of the repository). Cases run with a non-default switch -- `strict=False`,
 `allow_set_relation_comp=True`, float rounding other than 6 digits -- keep it in `setting`: rlvr has
 no such switches, so where the switch decides the verdict the difference is one of convention
 (docs/math.md lists each). The parametrize lists are read with `ast` (values evaluated with only
