@@ -245,7 +245,8 @@ def test_rewards_are_scored_in_the_pool_under_a_deadline(tiny_model, tmp_path):
     from rlvr import PooledReward
     from rlvr.core import WeightedSum
     pooled = Trainer(tiny_config(tiny_model, tmp_path / "p"))
-    assert isinstance(pooled.env.reward, PooledReward) and pooled.env.reward.deadline_s == 30.0
+    # arithmetic's rewards declare no limits of their own: the floor deadline, 10 s
+    assert isinstance(pooled.env.reward, PooledReward) and pooled.env.reward.deadline_s == 10.0
     local = Trainer(tiny_config(tiny_model, tmp_path / "l", reward_deadline_s=0))
     assert isinstance(local.env.reward, WeightedSum)
     tasks = pooled.env.sample(4)
