@@ -19,6 +19,7 @@ BUILTIN_MODULES = {
     "code": ("code", "humaneval", "code-stdio"),
     "math": ("math", "math-arithmetic", "countdown"),
     "tool_envs": ("tool-arithmetic", "math-python", "code-feedback"),
+    "benchmarks": ("gsm8k", "math500", "hendrycks-math", "aime", "mbpp"),
 }
 
 
