@@ -21,10 +21,7 @@ uncertainty by a bootstrap over tasks. `rlvr plot passk` draws the curves.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import math
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +30,7 @@ from .eval_records import SampleStore, TaskRecord, task_seeds
 from .passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 __all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate",
-           "run_eval", "resolve_model", "LocalSampler", "evaluate_in_training", "add_parser"]
+           "run_eval", "resolve_model", "LocalSampler", "evaluate_in_training"]
 
 
 @dataclass
@@ -463,96 +460,3 @@ def evaluate_in_training(env, engine, cfg, step: int, dist) -> dict:
     # the greedy pass@1 keeps its name; the sampled estimate gets its own (k may be 1)
     return {f"pass@{k}" if k > 1 else "pass@1/sampled": passk / n, "pass@1": greedy_ok / n,
             "mean_reward": reward_sum / (n * k), "tasks": n}
-
-
-# --- command line (moves to rlvr/cli/eval.py with the CLI package) ------------------------------
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "eval", help="pass@k of a model on an environment's held-out split, with bootstrap CIs",
-        description="Sample n completions per held-out task (seeded per task) and report greedy "
-                    "pass@1 and unbiased pass@k = mean over tasks of 1 - C(n-c,k)/C(n,k), with "
-                    "bootstrap confidence intervals over tasks. With -o, per-sample rows go to "
-                    "OUT.samples.jsonl and rerunning the command resumes.")
-    p.add_argument("--env", required=True, help="environment name (`rlvr envs list`)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="environment factory argument (repeatable), e.g. n_terms=2")
-    p.add_argument("--model", required=True,
-                   help="model folder, hub id, rlvr run directory (latest policy) or 'smollm2'; "
-                        "with --endpoint, the served model's name")
-    p.add_argument("--endpoint", default="", help="OpenAI-compatible base URL, e.g. "
-                   "http://localhost:8000/v1 (vLLM, SGLang, hosted APIs)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="environment variable with the endpoint's key (default OPENAI_API_KEY)")
-    p.add_argument("--concurrency", type=int, default=8, help="endpoint requests in flight")
-    p.add_argument("--retries", type=int, default=3, help="endpoint retries per request")
-    p.add_argument("--request-timeout", type=float, default=120.0, help="seconds per request")
-    p.add_argument("--n-per-request", type=int, default=0,
-                   help="most samples per endpoint request (default: all n)")
-    p.add_argument("--n", "--samples", dest="samples", type=int, default=0,
-                   help="samples per task (default: max k)")
-    p.add_argument("--k", default="1,8,32", help="comma-separated k values <= n (default 1,8,32)")
-    p.add_argument("--tasks", type=int, default=200, help="held-out tasks (default 200)")
-    p.add_argument("--sample-tasks", type=int, default=0,
-                   help="draw the samples for pass@k on only the first N tasks (default: all)")
-    p.add_argument("--split", default="test")
-    p.add_argument("--max-tokens", type=int, default=128, help="generation limit (default 128)")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--batch-size", type=int, default=0,
-                   help="completions per generate call (default: n, one task per call)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = none)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--label", default="", help="model name in plots")
-    p.add_argument("--no-greedy", action="store_true", help="skip the greedy pass@1 pass")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar with tasks/s on stderr (default: when it is a terminal)")
-    p.add_argument("-o", "--out", type=Path,
-                   help="results JSON (per-sample rows in OUT.samples.jsonl; rerun to resume)")
-    p.set_defaults(func=_run)
-
-
-def _parse_ks(text: str) -> tuple[int, ...]:
-    from rlvr.usage import UsageError
-    try:
-        ks = tuple(int(k) for k in text.split(",") if k.strip())
-    except ValueError:
-        raise UsageError(f"--k expects comma-separated integers, got {text!r}") from None
-    if not ks:
-        raise UsageError("--k needs at least one value")
-    return ks
-
-
-def _run(args) -> int:
-    from rlvr.usage import EXIT_ROW_ERRORS, UsageError, parse_kv
-    from .eval_records import ResumeMismatch
-    try:
-        ks = _parse_ks(args.k)
-        n = args.samples or max(ks)
-        cfg = EvalConfig(env=args.env, env_kwargs=parse_kv(args.env_arg), model=args.model,
-                         endpoint=args.endpoint, api_key_env=args.api_key_env,
-                         concurrency=args.concurrency, retries=args.retries,
-                         request_timeout_s=args.request_timeout,
-                         n_per_request=args.n_per_request, label=args.label,
-                         split=args.split, tasks=args.tasks, ks=ks, samples=args.samples,
-                         sample_tasks=args.sample_tasks, greedy=not args.no_greedy,
-                         temperature=args.temperature, top_p=args.top_p,
-                         max_completion_length=args.max_tokens,
-                         batch_size=args.batch_size or n, seed=args.seed,
-                         bootstrap=args.bootstrap, level=args.level)
-        progress = sys.stderr.isatty() if args.progress is None else args.progress
-        result = run_eval(cfg, args.out, progress=progress)
-    except (ValueError, KeyError, FileNotFoundError, ModuleNotFoundError, ResumeMismatch) as exc:
-        raise UsageError(str(exc)) from exc
-    print(result.table())
-    if args.out:
-        print(f"results: {args.out}; samples: {samples_path(args.out)}")
-    failed = sum(c for s, c in result.statuses.items() if s in ("error", "infra_error"))
-    if result.failed_tasks:
-        return EXIT_ROW_ERRORS
-    if failed:
-        print(f"{failed} samples ended in error/infra_error (counted as not correct)",
-              file=sys.stderr)
-        return EXIT_ROW_ERRORS
-    ok = all(math.isfinite(v) for v in result.pass_at.values())
-    return 0 if ok else 1
