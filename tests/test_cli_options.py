@@ -9,6 +9,7 @@ from rlvr.cli import build_parser
 from rlvr.cli.options import _scalar
 from rlvr.sandbox.base import Limits
 from rlvr.scoring import ScoreConfig
+from rlvr.trainer.evaluate import EvalConfig
 from rlvr.trainer.preferences import MakePrefsConfig
 from rlvr.trainer.reward_model import TrainRMConfig
 from rlvr.usage import field_docs
@@ -17,7 +18,8 @@ from rlvr.usage import field_docs
 COMMANDS = [(("score",), ScoreConfig, {"env", "input"}),
             (("train-rm",), TrainRMConfig, set()),
             (("make-prefs",), MakePrefsConfig, set()),
-            (("sandbox", "run"), Limits, set())]
+            (("sandbox", "run"), Limits, set()),
+            (("eval",), EvalConfig, set())]
 
 
 def _subparser(path):
