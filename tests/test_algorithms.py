@@ -21,7 +21,7 @@ def b(*rows):
     return torch.tensor(rows, dtype=torch.bool)
 
 
-# --- the seed note's single-token PPO update: "What's 2 + 2?" --------------------------------
+# --- a single-token PPO update worked by hand: "What's 2 + 2?" --------------------------------
 def test_seed_note_single_token_ppo_positive_advantage():
     # The policy answers " 4". Old policy prob 0.50, new prob 0.65, reference prob 0.50.
     # Verifier reward 1.0, value head predicted 0.4:

@@ -211,7 +211,7 @@ def test_make_prefs_samples_from_a_policy(tmp_path):
 
 @pytest.mark.parametrize("preset", ["ppo", "grpo"])
 def test_trainer_optimises_a_verifier_plus_reward_model_mix(preset, tmp_path):
-    """PPO as in the seed note: the reward model scores finished responses, the critic predicts
+    """PPO as in Ouyang et al. 2022 (InstructGPT): the reward model scores finished responses, the critic predicts
     that score from partial ones; every component is logged per step."""
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.loop import Trainer

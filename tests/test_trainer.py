@@ -96,7 +96,7 @@ def test_resume_is_exact(tiny_model, tmp_path):
 
 # Recorded from this test on the reference machine (torch 2.13 CPU, transformers 5.24). A change
 # that moves the math, the sampling or the data order moves these numbers; update them with
-# before/after evidence (STYLE.md habit 8). Last update: sampling became seeded per group (for
+# before/after evidence. Last update: sampling became seeded per group (for
 # data-parallel runs); with the old global-RNG sampler patched back in, the previous pins
 # (-0.896/-0.833/-0.667 reward, grad norms 0.560/0.550/1.388) were reproduced to 1e-6, so the
 # update math did not move.

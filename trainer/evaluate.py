@@ -1,7 +1,7 @@
 """Held-out evaluation: unbiased pass@k with confidence bands, from a local model, a trained run or
 an OpenAI-compatible endpoint.
 
-The seed note's claim to check (Yue et al. 2025, "Does Reinforcement Learning Really Incentivize
+The claim to check (Yue et al. 2025, "Does Reinforcement Learning Really Incentivize
 Reasoning Capacity in LLMs Beyond the Base Model?"): RLVR raises pass@1, while at large k the base
 model solves as many distinct problems or more -- RL sharpens what the model could already sample.
 To see it, sample n completions per held-out task, count the c correct ones, and estimate pass@k

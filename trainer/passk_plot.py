@@ -1,6 +1,6 @@
 """`rlvr plot passk RESULT.json [RESULT2.json ...]`: pass@k against k, one curve per model.
 
-The seed note's "reasoning boundary" picture (Yue et al. 2025, Figure 1): RL-trained models lead
+The "reasoning boundary" picture (Yue et al. 2025, Figure 1): RL-trained models lead
 at small k, base models may catch up or overtake at large k. Each curve is the unbiased pass@k
 (Chen et al. 2021) at every k from 1 to n, recomputed from the per-task correct counts that
 `rlvr eval -o` records, with its bootstrap confidence band over tasks (trainer/passk.py); k is on
