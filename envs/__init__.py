@@ -8,6 +8,7 @@ arithmetic never pays for sympy or the sandbox.
 import importlib
 
 from .base import Environment, RowSource, TaskSource, r1_base_prompt, r1_chat_prompt
+from .reasoning_gym_names import ENV_NAMES as _REASONING_GYM
 
 # module -> the environments it registers
 BUILTIN_MODULES = {
@@ -20,6 +21,7 @@ BUILTIN_MODULES = {
     "math": ("math", "math-arithmetic", "countdown"),
     "tool_envs": ("tool-arithmetic", "math-python", "code-feedback"),
     "benchmarks": ("gsm8k", "math500", "hendrycks-math", "aime", "mbpp"),
+    "reasoning_gym": _REASONING_GYM,       # reasoning-gym/<dataset> for each of its datasets
 }
 
 

@@ -28,7 +28,7 @@ __all__ = ["register_env", "load_env", "list_envs", "env_info", "env_module", "b
            "pooled_env_reward", "check_env", "EnvContractError", "EnvArgumentError",
            "UnknownEnvError"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)?$")   # family/name
 JUNK = ("", "I don't know.", "<think>", "Lorem ipsum dolor sit amet, consectetur adipiscing.")
 
 
@@ -68,7 +68,8 @@ def register_env(name: str, *, replace: bool = False) -> Callable[[Callable], Ca
     True
     """
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"environment name must be letters, digits, '-', '_' or '.', got {name!r}")
+        raise ValueError(f"environment name must be letters, digits, '-', '_' or '.' (one '/' "
+                         f"may join a family and a member), got {name!r}")
 
     def wrap(factory: Callable) -> Callable:
         if not callable(factory):

@@ -1,0 +1,190 @@
+"""reasoning-gym's procedural datasets as rlvr environments: `reasoning-gym/<name>`.
+
+reasoning-gym (Stojanovski et al. 2025, `pip install 'rlvr[reasoning-gym]'`) generates 100+
+kinds of verifiable reasoning problems offline (arithmetic, logic, puzzles, games, graphs...),
+each with its own `score_answer`. Here each dataset is an environment:
+
+- **Tasks**: item j of `reasoning_gym.create_dataset(name, seed=seed, size=size, **config)`,
+  asked with R1's think/answer instruction (`prompt_style="chat"`, or the base template). Ids
+  read `reasoning-gym/<name>/<split>/<seed>/<j>`, so any task is regenerated from its id alone
+  (what `rlvr score` rows and pool workers need).
+- **Splits** like rlvr's own generators (`rlvr.splits.hash_split`): an item is `test` when a
+  hash of its question falls in `test_fraction`, else `train`; the same question can never be
+  in both, whatever the seed.
+- **Reward**: the `<answer>` span goes to the dataset's own `score_answer(answer, entry)`.
+  Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing); an
+  exception inside reasoning-gym's scorer, or a score that is not a number in [0, 1], is a
+  counted `error` naming the dataset -- never a silent 0.
+
+`reasoning-gym` (any dataset by `dataset=NAME`) is registered too. The names below are those of
+reasoning-gym 0.1.25 (`reasoning_gym.factory.DATASETS`), listed here so that `rlvr envs list`
+and the registry's discovery do not import the library (~1.5 s); a newer dataset is reachable
+through `reasoning-gym --env-arg dataset=NAME`, and tests/test_reasoning_gym.py says when the
+list is behind the installed version.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator
+
+from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
+from rlvr.envs.registry import register_env
+from rlvr.splits import hash_split
+from rlvr.verifiers.parser import ThinkParser, answer_tag
+
+from .base import Environment, r1_base_prompt, r1_chat_prompt
+from .reasoning_gym_names import DATASETS, ENV_NAMES, PREFIX
+
+__all__ = ["DATASETS", "ENV_NAMES", "ReasoningGymSource", "ReasoningGymReward",
+           "reasoning_gym_env"]
+
+
+
+def _require():
+    try:
+        import reasoning_gym
+    except ImportError as exc:
+        raise ModuleNotFoundError("reasoning-gym environments need the library: "
+                                  "pip install 'rlvr[reasoning-gym]'") from exc
+    return reasoning_gym
+
+
+@lru_cache(maxsize=32)
+def _dataset(name: str, seed: int, size: int, config: str):
+    """One generator per (dataset, seed, size, config), shared by the source and the reward."""
+    rg = _require()
+    from reasoning_gym.factory import DATASETS as installed
+    if name not in installed:
+        raise KeyError(f"reasoning-gym has no dataset {name!r}; it has {len(installed)}, e.g. "
+                       f"{', '.join(sorted(installed)[:8])}...")
+    return rg.create_dataset(name, seed=seed, size=size, **json.loads(config))
+
+
+@dataclass(frozen=True)
+class ReasoningGymSource:
+    """Items of one reasoning-gym dataset, split by a hash of the question."""
+    dataset: str
+    config: str = "{}"          # JSON of the dataset's config keywords (hashable, picklable)
+    test_fraction: float = 0.2
+    size: int = 100_000
+    prompt_style: str = "chat"
+    splits: tuple = ("train", "test")
+
+    @property
+    def prefix(self) -> str:
+        return f"{PREFIX}/{self.dataset}"
+
+    def _task(self, split: str, seed: int, index: int) -> Task | None:
+        """Item `index` as a task, or None when it belongs to the other split."""
+        entry = _dataset(self.dataset, seed, self.size, self.config)[index]
+        question = str(entry["question"])
+        if hash_split(question, self.test_fraction) != split:
+            return None
+        prompt = r1_base_prompt(question) if self.prompt_style == "base" else r1_chat_prompt(question)
+        return Task(id=f"{self.prefix}/{split}/{seed}/{index}", prompt=prompt,
+                    answer=entry.get("answer"),
+                    metadata={"question": question, "rg_dataset": self.dataset, "rg_seed": seed,
+                              "rg_index": index, "rg_config": self.config, "rg_size": self.size,
+                              "rg_metadata": entry.get("metadata", {})})
+
+    def iter(self, split: str = "train", seed: int = 0) -> Iterator[Task]:
+        if split not in self.splits:
+            raise KeyError(f"no split {split!r}; have {list(self.splits)}")
+        for index in range(self.size):
+            task = self._task(split, seed, index)
+            if task is not None:
+                yield task
+
+    def get(self, task_id: str) -> Task:
+        head, _, rest = task_id.rpartition("/")
+        parts = head.rsplit("/", 2)
+        if len(parts) != 3 or parts[0] != self.prefix or parts[1] not in self.splits \
+                or not parts[2].lstrip("-").isdigit() or not rest.isdigit():
+            raise KeyError(f"bad task id {task_id!r}; expected "
+                           f"'{self.prefix}/<train|test>/<seed>/<index>'")
+        task = self._task(parts[1], int(parts[2]), int(rest))
+        if task is None:
+            raise KeyError(f"task id {task_id!r}: item {rest} is not in the {parts[1]} split")
+        return task
+
+
+class ReasoningGymReward(BaseReward):
+    """The dataset's own `score_answer` on the `<answer>` span, with typed statuses."""
+    name = "reasoning_gym"
+    version = "1"
+
+    def __init__(self, parser: ThinkParser | None = None):
+        self.parser = parser or ThinkParser()
+
+    def _score(self, task: Task, completion: Completion) -> Verdict:
+        span = self.parser.parse(completion.text).answer
+        tags = answer_tag(span) if span else []
+        if not tags:
+            return Verdict(0.0, UNPARSED, reason="no <answer>...</answer> in the answer span")
+        answer = tags[-1]
+        md = task.metadata
+        entry = {"question": md["question"], "answer": task.answer, "metadata": md["rg_metadata"]}
+        try:
+            ds = _dataset(md["rg_dataset"], md["rg_seed"], md["rg_size"], md["rg_config"])
+            score = ds.score_answer(answer, entry)
+        except Exception as exc:     # reasoning-gym's bug, not the policy's: counted, not a 0
+            return Verdict(0.0, ERROR, extracted=answer,
+                           reason=f"reasoning-gym {md['rg_dataset']} scorer raised "
+                                  f"{type(exc).__name__}: {exc}")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) \
+                or not math.isfinite(score) or not 0.0 <= score <= 1.0:
+            return Verdict(0.0, ERROR, extracted=answer,
+                           reason=f"reasoning-gym {md['rg_dataset']} scorer returned {score!r}, "
+                                  "not a number in [0, 1]")
+        return Verdict(float(score), OK, extracted=answer)
+
+    def required_fields(self) -> set[str]:
+        return {"question", "rg_dataset", "rg_seed", "rg_size", "rg_config", "rg_metadata"}
+
+
+def reasoning_gym_env(dataset: str, config: dict | None = None, test_fraction: float = 0.2,
+                      size: int = 100_000, prompt_style: str = "chat",
+                      name: str | None = None) -> Environment:
+    """One reasoning-gym dataset as an Environment (see the module docstring)."""
+    if prompt_style not in ("chat", "base"):
+        raise ValueError(f"prompt_style must be 'chat' or 'base', got {prompt_style!r}")
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError("test_fraction must be strictly between 0 and 1")
+    cfg = json.dumps(config or {}, sort_keys=True)
+    _dataset(dataset, 0, size, cfg)            # unknown names and bad configs fail here
+    parser = ThinkParser(prefilled=True if prompt_style == "base" else None)
+    env = Environment(
+        name=name or f"{PREFIX}/{dataset}", version="1", parser=parser,
+        source=ReasoningGymSource(dataset, cfg, test_fraction, size, prompt_style),
+        rewards=[(ReasoningGymReward(parser), 1.0)],
+        description=f"reasoning-gym's {dataset} generator, scored by its own score_answer.")
+    if prompt_style == "base":
+        env.gold = lambda t: f" I work it out.</think> <answer>{t.answer}</answer>"
+    else:
+        env.gold = lambda t: f"<think>I work it out.</think> <answer>{t.answer}</answer>"
+    return env
+
+
+@register_env(PREFIX)
+def reasoning_gym(dataset: str = "chain_sum", config: dict | None = None,
+                  test_fraction: float = 0.2, size: int = 100_000,
+                  prompt_style: str = "chat") -> Environment:
+    """Any reasoning-gym dataset by name (`--env-arg dataset=leg_counting`); `config` holds the
+    dataset's own keywords (e.g. {"min_terms": 2})."""
+    return reasoning_gym_env(dataset, config, test_fraction, size, prompt_style, name=PREFIX)
+
+
+def _register(dataset: str) -> None:
+    def factory(config: dict | None = None, test_fraction: float = 0.2, size: int = 100_000,
+                prompt_style: str = "chat") -> Environment:
+        return reasoning_gym_env(dataset, config, test_fraction, size, prompt_style)
+    factory.__name__ = factory.__qualname__ = f"reasoning_gym_{dataset}"
+    factory.__doc__ = f"reasoning-gym's `{dataset}` dataset, scored by its own score_answer."
+    register_env(f"{PREFIX}/{dataset}")(factory)
+
+
+for _name in DATASETS:
+    _register(_name)

@@ -1,0 +1,77 @@
+"""reasoning-gym datasets as rlvr environments: the registry's contract (gold 1, junk 0) on a few
+datasets, hash splits, ids that regenerate tasks, and a raising scorer counted as an error."""
+import pytest
+
+pytest.importorskip("reasoning_gym")
+
+import rlvr  # noqa: E402
+from rlvr.core import Completion  # noqa: E402
+from rlvr.envs.reasoning_gym import DATASETS, ENV_NAMES, ReasoningGymReward  # noqa: E402
+from rlvr.splits import hash_split  # noqa: E402
+
+FEW = ("chain_sum", "leg_counting", "spell_backward", "sudoku", "gsm_symbolic")
+
+
+@pytest.mark.parametrize("dataset", FEW)
+def test_contract_gold_scores_one_junk_scores_zero(dataset):
+    env = rlvr.load_env(f"reasoning-gym/{dataset}", size=2000)     # check=True: the contract
+    for task in env.sample(3, split="test"):
+        gold = env.reward.score(task, env.gold(task))
+        assert (gold.score, gold.status) == (1.0, "ok"), gold.reason
+        for junk in ("", "I don't know.", "<think>x</think> <answer>zzz-not-it</answer>"):
+            v = env.reward.score(task, junk)
+            assert v.score == 0.0 and v.status in ("ok", "unparsed"), (junk, v)
+
+
+def test_splits_are_disjoint_hash_splits_and_ids_regenerate_tasks():
+    env = rlvr.load_env("reasoning-gym/chain_sum", size=400, test_fraction=0.3)
+    train, test = list(env.tasks("train", seed=5)), list(env.tasks("test", seed=5))
+    assert len(train) + len(test) == 400 and 60 < len(test) < 180
+    assert all(hash_split(t.metadata["question"], 0.3) == "test" for t in test)
+    assert not {t.metadata["question"] for t in train} & {t.metadata["question"] for t in test}
+    again = env.get_task(test[3].id)
+    assert again.id == test[3].id and again.prompt == test[3].prompt and again.answer == test[3].answer
+    assert test[3].id.startswith("reasoning-gym/chain_sum/test/5/")
+    with pytest.raises(KeyError, match="not in the train split"):
+        env.get_task(test[3].id.replace("/test/", "/train/"))
+    with pytest.raises(KeyError, match="bad task id"):
+        env.get_task("chain_sum/test/5/1")
+    # seeded: another seed is another stream, the same seed the same one
+    assert [t.answer for t in env.sample(5, "test", seed=5)] == [t.answer for t in test[:5]]
+    assert [t.id for t in env.sample(5, "test", seed=6)] != [t.id for t in test[:5]]
+
+
+def test_the_generic_env_takes_a_dataset_and_its_config():
+    env = rlvr.load_env("reasoning-gym", dataset="chain_sum", size=200,
+                        config={"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1})
+    task = env.sample(1, "train")[0]
+    assert task.metadata["rg_metadata"]["num_terms"] == 2
+    with pytest.raises(KeyError, match="no dataset 'nope'"):
+        rlvr.load_env("reasoning-gym", dataset="nope")
+
+
+def test_a_raising_scorer_is_a_counted_error_not_a_zero(monkeypatch):
+    env = rlvr.load_env("reasoning-gym/leg_counting", size=500)
+    task = env.sample(1, "test")[0]
+    from rlvr.envs import reasoning_gym as mod
+    ds = mod._dataset("leg_counting", task.metadata["rg_seed"], 500, task.metadata["rg_config"])
+
+    def boom(answer, entry):
+        raise RuntimeError("scorer bug")
+    monkeypatch.setattr(ds, "score_answer", boom)
+    v = ReasoningGymReward().score(task, Completion("<think>.</think> <answer>4</answer>"))
+    assert v.status == "error" and "scorer raised RuntimeError: scorer bug" in v.reason
+    monkeypatch.setattr(ds, "score_answer", lambda answer, entry: 1.7)
+    v = ReasoningGymReward().score(task, Completion("<think>.</think> <answer>4</answer>"))
+    assert v.status == "error" and "not a number in [0, 1]" in v.reason
+    # no answer tag: the model's doing, an unparsed 0 (never reaches the scorer)
+    v = ReasoningGymReward().score(task, Completion("<think>.</think> 4 legs"))
+    assert (v.score, v.status) == (0.0, "unparsed")
+
+
+def test_every_installed_dataset_is_registered():
+    from reasoning_gym.factory import DATASETS as installed
+    missing = sorted(set(installed) - set(DATASETS))
+    assert not missing, f"update envs/reasoning_gym_names.py: reasoning-gym has {missing}"
+    names = set(rlvr.list_envs())
+    assert set(ENV_NAMES) <= names and "reasoning-gym/sudoku" in names
