@@ -22,13 +22,12 @@ code reward, each test an assert of the benchmark.
 """
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from rlvr.core import Task
 from rlvr.envs.registry import register_env
 from rlvr.verifiers.math import MathReward, parse_gold
-from rlvr.verifiers.parser import ThinkParser
+from rlvr.verifiers.parser import ThinkParser, last_boxed  # MATH's last_boxed_only_string
 
 from .base import Environment, RowSource, r1_base_prompt, r1_chat_prompt
 
@@ -57,24 +56,6 @@ def _rows(name: str, data, config, split, limit) -> list[dict]:
     if not rows:
         raise ValueError(f"{name}: {source} (split {split!r}) has no rows")
     return rows
-
-
-def last_boxed(text: str) -> str | None:
-    r"""The contents of the last `\boxed{...}` / `\fbox{...}` in `text`, braces matched (the
-    MATH paper's `last_boxed_only_string` + `remove_boxed`); None when there is none.
-
-    >>> last_boxed(r"so $\boxed{3}$, finally $\boxed{\frac{1}{2}}$")
-    '\\frac{1}{2}'
-    """
-    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    if not starts:
-        return None
-    i, depth = starts[-1], 1
-    for j in range(i, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[j], 0)
-        if depth == 0:
-            return text[i:j].strip()
-    return None
 
 
 def gsm8k_gold(answer: str) -> str:
