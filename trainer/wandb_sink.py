@@ -1,0 +1,92 @@
+"""Weights & Biases as an optional place for a run's metrics, beside TensorBoard.
+
+`report_to = ["tensorboard", "wandb"]` in a training config makes the metrics logger
+(trainer/metrics.py) mirror every row to a W&B run: the same metric names as metrics.jsonl and
+TensorBoard (evaluation rows under `eval/`, as in TensorBoard), the training step as W&B's step,
+the resolved config as the run config, and at the end `config.json` and the run's plots
+(trainer/plots.py) as artifacts. Nothing here is imported unless asked for, and W&B is an
+optional dependency: `pip install 'rlvr[wandb]'`.
+
+W&B's own environment variables apply: `WANDB_PROJECT` (default here: "rlvr"), `WANDB_ENTITY`,
+`WANDB_MODE=offline` (no account, no network: the run is written under RUN/wandb and can be
+uploaded later with `wandb sync`), `WANDB_DISABLED`. A resumed rlvr run continues the same W&B
+run: its id is kept in RUN/wandb_run_id.
+
+>>> sink = WandbSink("runs/r1zero", {"lr": 1e-5})      # doctest: +SKIP
+>>> sink.log(1, {"reward": 0.25})                     # doctest: +SKIP
+>>> sink.close()                                      # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+__all__ = ["WandbSink", "REPORT_TO"]
+
+REPORT_TO = ("tensorboard", "wandb")
+"""The sinks `report_to` may name (metrics.jsonl is always written)."""
+
+_ID_FILE = "wandb_run_id"
+
+
+class WandbSink:
+    """One W&B run per rlvr run folder (resumed runs continue it)."""
+
+    def __init__(self, run_dir: str | Path, config: dict, project: str | None = None):
+        try:
+            import wandb
+        except ImportError as exc:
+            raise ImportError("report_to includes 'wandb', which needs the wandb package: "
+                              "pip install 'rlvr[wandb]' (or drop 'wandb' from report_to)") from exc
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        id_file = self.dir / _ID_FILE
+        run_id = id_file.read_text().strip() if id_file.exists() else _new_id()
+        id_file.write_text(run_id)
+        self.run = wandb.init(project=project or os.environ.get("WANDB_PROJECT", "rlvr"),
+                              name=self.dir.name, id=run_id, resume="allow", dir=str(self.dir),
+                              config=config, reinit="create_new")
+
+    def log(self, step: int, metrics: dict, file: str = "metrics.jsonl") -> None:
+        """Numbers only (W&B would chart strings as nothing), names as in metrics.jsonl;
+        evaluation rows get TensorBoard's `eval/` prefix so the two read alike."""
+        prefix = "" if file == "metrics.jsonl" else "eval/"
+        row = {prefix + k: v for k, v in metrics.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+        if row:
+            self.run.log(row, step=step)
+
+    def close(self, plots: bool = True) -> None:
+        """Attach config.json and the plots as artifacts, then finish the run."""
+        import wandb
+        files = [p for p in (self.dir / "config.json",) if p.exists()]
+        if files:
+            art = wandb.Artifact(f"{self.run.id}-config", type="run-config")
+            for p in files:
+                art.add_file(str(p))
+            self.run.log_artifact(art)
+        pngs = _plots(self.dir) if plots else []
+        if pngs:
+            art = wandb.Artifact(f"{self.run.id}-plots", type="plots")
+            for p in pngs:
+                art.add_file(str(p), name=f"plots/{p.name}")
+            self.run.log_artifact(art)
+            self.run.log({f"plots/{p.stem}": wandb.Image(str(p)) for p in pngs})
+        self.run.finish()
+
+
+def _plots(run_dir: Path) -> list[Path]:
+    """The run's PNGs, drawn now (the run has just ended); none when it has nothing to draw."""
+    from .plots import plot_run
+    try:
+        return list(plot_run(run_dir).files)
+    except (FileNotFoundError, ValueError):
+        return []
+
+
+def _new_id() -> str:
+    """A W&B run id: 8 lowercase letters and digits, as W&B makes them."""
+    import secrets
+    import string
+    return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
