@@ -13,7 +13,8 @@ time one execution costs, everything included (this process's threads, the bare 
 the process backend's launchers and all they forked, the Docker containers' cgroups) -- a figure
 that other load inflates far less (the Docker engine's own CPU, which proxies each container's
 attach stream, is not in it). Needs root (process backend) and a running Docker engine with the
-image built (`rlvr sandbox build-image`); a backend that is unavailable is reported, not silently skipped.
+image built (`rlvr sandbox build-image`); a backend that is unavailable is reported, not
+silently skipped.
 """
 from __future__ import annotations
 
