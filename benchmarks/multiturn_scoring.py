@@ -43,7 +43,7 @@ def rows(n: int) -> tuple[list[dict], list[dict]]:
     return single, multi
 
 
-def run(env: str, data: list[dict], workers: int, tmp: Path) -> tuple[float, dict]:
+def run(env: str, data: list[dict], workers: int, tmp: Path) -> tuple[float, dict, list]:
     src, out = tmp / f"{env}.jsonl", tmp / f"{env}.out.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in data))
     out.unlink(missing_ok=True)
@@ -52,10 +52,12 @@ def run(env: str, data: list[dict], workers: int, tmp: Path) -> tuple[float, dic
                                      progress=False))
     seconds = time.perf_counter() - t0
     statuses: dict = {}
+    scores = []
     for line in out.read_text().splitlines():
-        st = json.loads(line)["status"]
-        statuses[st] = statuses.get(st, 0) + 1
-    return seconds, statuses
+        row = json.loads(line)
+        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        scores.append((row["line"], row["score"]))
+    return seconds, statuses, [s for _, s in sorted(scores)]
 
 
 def main() -> None:
@@ -66,12 +68,15 @@ def main() -> None:
     args = ap.parse_args()
     single, multi = rows(args.rows)
     best = {"code": float("inf"), "code-feedback": float("inf")}
+    verdicts = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):
             for env, data in (("code", single), ("code-feedback", multi)):
-                seconds, statuses = run(env, data, args.workers, Path(tmp))
+                seconds, statuses, verdicts[env] = run(env, data, args.workers, Path(tmp))
                 best[env] = min(best[env], seconds)
                 print(f"{env:14s} {args.rows / seconds:8.1f} rows/s  {seconds:6.2f} s  {statuses}")
+    same = verdicts["code"] == verdicts["code-feedback"]
+    print(f"same scores row by row: {same} (mean {sum(verdicts['code']) / args.rows:.3f})")
     ratio = best["code"] / best["code-feedback"]
     print(f"best: code {args.rows / best['code']:.1f} rows/s, code-feedback "
           f"{args.rows / best['code-feedback']:.1f} episodes/s -> {ratio:.2f}x the single-turn "

@@ -25,7 +25,7 @@ from rlvr.verifiers.tools import ToolCall, parse_tool_calls
 
 from .rollout import Rollout
 
-__all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "episode_metrics", "tool_prompt", "env_token_ids",
+__all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "overlong_lengths", "episode_metrics", "tool_prompt", "env_token_ids",
            "parse_turn", "episode_sample"]
 
 _SENTINEL = "\x00rlvr-turn-end\x00"
@@ -271,6 +271,16 @@ def policy_tokens(rollout: Rollout, mb) -> torch.Tensor:
         else:
             own[k, :len(m)] = torch.tensor(m, dtype=torch.bool)
     return own & mb.mask
+
+
+def overlong_lengths(rollout: Rollout, env, max_completion_length: int) -> tuple[torch.Tensor, int]:
+    """(lengths, limit) for DAPO's overlong shaping: a completion's tokens against the per-turn
+    cap; an episode's tokens against its environment's budget (`max_tokens`), the limit that
+    cuts an episode short."""
+    lengths = torch.tensor([len(c) for c in rollout.completion_ids])
+    if any(isinstance(c, Episode) for c in rollout.completions):
+        return lengths, episode_limits(env, max_completion_length)[1]
+    return lengths, max_completion_length
 
 
 def episode_metrics(rollout: Rollout) -> dict:
