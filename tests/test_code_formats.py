@@ -12,22 +12,10 @@ import pytest
 
 from rlvr.core import OK, UNPARSED, Task
 from rlvr.verifiers.code import CodeReward, CodeTests, TestCase, continue_prompt
-from test_code import _corrupt
-from sandbox_support import make_sandbox
+from test_code import _corrupt, fenced, reward  # noqa: F401  (reward: a fixture, both backends)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module", params=["process", "docker"])
-def reward(request):
-    sb = make_sandbox(request.param)
-    yield CodeReward(backend=request.param).use_sandbox(sb)
-    sb.close()
-
-
-def fenced(code: str) -> str:
-    return f"<think>thinking</think>\n```python\n{code}\n```"
 
 
 # --------------------------------------------------------------------------- multiprocessing
