@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rlvr.rows import BadRow, iter_rows
 from rlvr.verifiers.reward_model import ScalarModel, load_scalar_model, render_pair

@@ -103,7 +103,7 @@ class ScoreSummary:
         self.solved += solved_flags((status,), (score,))
         add_counts(self.counts, counts or {})
 
-    def merge(self, part: "_Scored") -> None:
+    def merge(self, part) -> None:
         """Fold in a run of rows summarised by a worker: the same totals as `add` per row."""
         self.rows += part.rows
         self.by_status.update(part.by_status)
