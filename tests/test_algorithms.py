@@ -301,3 +301,112 @@ def test_dynamic_sampling_filter():
     keep = A.groups_with_signal(t([1, 0], [1, 1], [1, 0]), b([T, T], [T, T], [T, F]))
     assert keep.tolist() == [True, False, False]
 
+
+
+def test_adaptive_kl_horizon_counts_samples():
+    # Ziegler et al.: beta <- beta * (1 + e * n / horizon) with n the samples in the step.
+    # 1000 steps of 64 samples at 10x the target (e = 0.2), horizon 10000:
+    #   beta = 0.05 * (1 + 0.2 * 64 / 10000)^1000 = 0.05 * 1.00128^1000 = 0.05 * 3.5937 = 0.17968
+    c = A.AdaptiveKLController(0.05, target=1.0, horizon=10000.0)
+    for _ in range(1000):
+        c.update(10.0, n_steps=64)
+    assert c.beta == pytest.approx(0.05 * (1 + 0.2 * 64 / 10000) ** 1000) == pytest.approx(0.17968, rel=1e-4)
+
+
+def test_scale_rewards_group_batch_none():
+    # rewards [[1, 0], [1, 1]]: group means 0.5, 1 -> r - mean = [0.5, -0.5, 0, 0]
+    #   none : [0.5, -0.5, 0, 0]
+    #   group: group stds (n-1) sqrt(0.5) = 0.707107 and 0 -> [0.5/0.707207, -.., 0, 0]
+    #   batch: std of [1, 0, 1, 1] (n-1): mean .75, var (3*.0625 + .5625)/3 = .25, std .5
+    #          -> [0.5/0.5001, -0.5/0.5001, 0, 0]
+    rewards, valid = torch.tensor([1.0, 0.0, 1.0, 1.0]), torch.ones(4, dtype=torch.bool)
+    adv = {s: A.outcome_advantages("grpo", A.AdvantageInputs(rewards, valid, 2, s))
+           for s in ("none", "group", "batch")}
+    assert adv["none"].tolist() == [0.5, -0.5, 0.0, 0.0]
+    assert adv["group"].tolist() == pytest.approx([0.5 / 0.707207, -0.5 / 0.707207, 0, 0], rel=1e-5)
+    assert adv["batch"].tolist() == pytest.approx([0.5 / 0.5001, -0.5 / 0.5001, 0, 0], rel=1e-6)
+
+
+def test_scale_rewards_old_booleans_still_load(tmp_path):
+    from rlvr.trainer.config import TrainConfig, load_config
+    toml = tmp_path / "old.toml"
+    toml.write_text('preset = "grpo"\nscale_rewards = false\n')
+    assert load_config(toml).scale_rewards == "none"
+    assert load_config(None, ["scale_rewards=true"]).scale_rewards == "group"
+    assert TrainConfig(scale_rewards=False).scale_rewards == "none"
+    with pytest.raises(ValueError, match="scale_rewards"):
+        TrainConfig(scale_rewards="sometimes")
+
+
+def test_gspo_token_has_gspos_value_and_per_token_gradients():
+    # One sequence of 2 tokens, pi_old = pi (log s = 0, s = 1), eps wide enough not to clip.
+    #   GSPO:       obj_t = s * A_t with s = exp((lp1 + lp2)/2): d(sum obj)/d lp1 = (A1 + A2)/2
+    #   GSPO-token: obj_t = sg[s] * pi_t/sg[pi_t] * A_t:       d(sum obj)/d lp_t = A_t
+    # A = [1, 3]: GSPO gives [2, 2], GSPO-token [1, 3]; A = [2, 2]: both [2, 2].
+    mask = b([T, T])
+    for adv, want_gspo, want_token in (([1.0, 3.0], [2.0, 2.0], [1.0, 3.0]),
+                                       ([2.0, 2.0], [2.0, 2.0], [2.0, 2.0])):
+        grads, values = {}, {}
+        for kind in ("gspo", "gspo_token"):
+            logp = t([0.0, 0.0]).requires_grad_()
+            obj, _, _ = A.policy_objective(kind, logp, t([0.0, 0.0]), t(adv), mask, 0.5, 0.5)
+            obj.sum().backward()
+            grads[kind], values[kind] = logp.grad[0].tolist(), obj.detach()
+        assert grads["gspo"] == pytest.approx(want_gspo) and grads["gspo_token"] == pytest.approx(want_token)
+        assert torch.equal(values["gspo"], values["gspo_token"])
+
+
+def test_gspo_token_clips_per_sequence():
+    # log ratios [0.2, 0.4] -> log s = 0.3, s = 1.34986 > 1 + 0.2: with A > 0 every token of the
+    # sequence is clipped (value 1.2 * A) and carries no gradient, as in GSPO.
+    logp = t([0.2, 0.4]).requires_grad_()
+    obj, low, high = A.policy_objective("gspo_token", logp, t([0.0, 0.0]), t([1.0, 1.0]),
+                                        b([T, T]), 0.2, 0.2)
+    obj.sum().backward()
+    assert obj[0].tolist() == pytest.approx([1.2, 1.2]) and high.tolist() == [[T, T]]
+    assert logp.grad.abs().sum() == 0
+
+
+def test_value_clipping_by_hand():
+    # V_old = 0, return G = 2, clip 0.2:
+    #   V = 1.0: unclipped (1 - 2)^2 = 1; V_clip = 0 + clamp(1, -.2, .2) = 0.2 -> (0.2 - 2)^2 = 3.24
+    #            max = 3.24, and its gradient in V is 0 (the clamp is saturated)
+    #   V = 0.1: inside the band, V_clip = V -> (0.1 - 2)^2 = 3.61, gradient 2 (V - G) = -3.8
+    values = t([1.0, 0.1]).requires_grad_()
+    loss = A.value_loss(values, t([2.0, 2.0]), b([T, T]), t([0.0, 0.0]), clip=0.2)
+    loss.sum().backward()
+    assert loss[0].tolist() == pytest.approx([3.24, 3.61])
+    assert values.grad[0].tolist() == pytest.approx([0.0, -3.8])
+    assert A.value_loss(t([1.0]), t([2.0]), b([T])).tolist() == [[1.0]]     # clip 0: plain MSE
+
+
+def test_whitening_by_hand():
+    # [1, 2, 3] (4th masked out): mean 2, unbiased std 1 -> [-1, 0, 1, 0]
+    x, m = t([1.0, 2.0, 3.0, 9.0]), b([T, T, T, F])
+    assert A.whiten(x, m)[0].tolist() == pytest.approx([-1.0, 0.0, 1.0, 0.0], abs=1e-7)
+    # two micro-batches whitened with the whole batch's statistics equal the whole at once
+    stats = A.whitening_stats(torch.cat([torch.tensor([1.0, 2.0]), torch.tensor([3.0])]))
+    assert stats == pytest.approx((2.0, 1.0))
+
+
+def test_reinforce_pp_advantages_by_hand():
+    # Token KL [1, 2, 3], beta 0.1, outcome 1: token rewards [-0.1, -0.2, -0.3 + 1 = 0.7]
+    # returns-to-go G = [0.4, 0.5, 0.7]; whitened: mean 0.533333, unbiased std 0.152753
+    #   -> [(0.4-.533333)/.152753, (0.5-.533333)/.152753, (0.7-.533333)/.152753]
+    #    = [-0.872872, -0.218218, 1.091089]
+    mask = b([T, T, T])
+    token_r = A.kl_shaped_token_rewards(torch.tensor([1.0]), t([1.0, 2.0, 3.0]), mask, 0.1)
+    adv, ret = A.TOKEN_ADVANTAGES["reinforce_pp"](token_r, None, mask, 1.0, 0.95)
+    assert ret[0].tolist() == pytest.approx([0.4, 0.5, 0.7])
+    assert A.whiten(adv, mask)[0].tolist() == pytest.approx([-0.872872, -0.218218, 1.091089], rel=1e-5)
+
+
+def test_tables_name_every_estimator_and_loss():
+    # Adding one is one function and one table row; the config's choices come from the tables.
+    from rlvr.trainer.config import TrainConfig
+    assert set(A.ADVANTAGES) == {"reinforce", "rloo", "grpo", "gae", "reinforce_pp"}
+    assert set(A.POLICY_LOSSES) == {"pg", "clip", "gspo", "gspo_token"}
+    with pytest.raises(ValueError, match="policy_loss"):
+        TrainConfig(policy_loss="nope")
+    with pytest.raises(ValueError, match="unknown policy loss"):
+        A.policy_objective("nope", t([0.0]), t([0.0]), t([0.0]), b([T]))

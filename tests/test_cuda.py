@@ -1,6 +1,7 @@
-"""The trainer on a CUDA GPU. CI has no GPU, so these skip there; they were run on an H200
-(see docs/trainer.md, "Tested where"). Tiny random models: the point is device placement,
-dtypes and the seeded sampler on the GPU, not speed."""
+"""The trainer on a CUDA GPU. CI has no GPU, so these skip there; the first three were run on an
+H200 (see docs/trainer.md); the mixed-precision / LoRA / checkpointing test has not run on a GPU
+yet. Tiny random models: the point is device placement, dtypes and the seeded sampler on the
+GPU, not speed."""
 from __future__ import annotations
 
 import json
@@ -39,7 +40,8 @@ def config(model, out, **kw) -> TrainConfig:
 def test_trains_and_resumes_on_the_gpu(tiny_model, tmp_path, dtype):
     tr = Trainer(config(tiny_model, tmp_path / "run", device="cuda", dtype=dtype))
     assert next(tr.policy.parameters()).device.type == "cuda"
-    assert next(tr.policy.parameters()).dtype == getattr(torch, dtype)
+    assert next(tr.policy.parameters()).dtype == torch.float32     # bf16 = mixed precision
+    assert tr.share_prefix is False                  # share_prefix = "auto": off on CUDA
     tr.train()
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2
@@ -69,3 +71,21 @@ def test_seeded_sampling_is_batch_independent_on_the_gpu(tiny_model):
     whole = generate(policy, tok, tasks, 3, 12, share_prefix=True, seeds=seeds)
     half = generate(policy, tok, tasks[2:], 3, 12, share_prefix=True, seeds=seeds[2:])
     assert whole.completion_ids[6:] == half.completion_ids
+
+
+@pytest.mark.parametrize("kw", [dict(dtype="bfloat16", lora_rank=8),
+                                dict(dtype="bfloat16", gradient_checkpointing=True),
+                                dict(lora_rank=8, gradient_checkpointing=True, share_prefix="true")])
+def test_mixed_precision_lora_and_checkpointing_on_the_gpu(tiny_model, tmp_path, kw):
+    if kw.get("lora_rank"):
+        pytest.importorskip("peft")
+    tr = Trainer(config(tiny_model, tmp_path / "run", device="cuda", lr=1e-6, **kw))
+    before = {n: p.detach().clone() for n, p in tr.policy.named_parameters() if p.requires_grad}
+    tr.train()
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    for key in ("loss", "kl", "grad_norm"):
+        assert math.isfinite(rows[-1][key]), key
+    moved = sum(int((p.detach() != before[n]).sum()) for n, p in tr.policy.named_parameters()
+                if n in before)
+    assert moved > 0.5 * sum(v.numel() for v in before.values())   # small-lr updates survive
+    Trainer.resume(tmp_path / "run", steps=3).train()

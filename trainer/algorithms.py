@@ -26,7 +26,8 @@ __all__ = [
     "kl_shaped_token_rewards", "returns_to_go", "gae", "clipped_surrogate",
     "gspo_sequence_log_ratio", "policy_objective", "POLICY_LOSSES", "aggregate_loss", "LOSS_AGGREGATIONS", "value_loss",
     "explained_variance", "entropy_from_logits", "AdaptiveKLController", "FixedKLController",
-    "overlong_penalty", "groups_with_signal",
+    "overlong_penalty", "groups_with_signal", "whiten", "whitening_stats", "global_std",
+    "reinforce_pp_returns", "gspo_token_objective",
 ]
 
 
@@ -79,7 +80,8 @@ def grpo_advantages(rewards: torch.Tensor, valid: torch.Tensor, scale: bool = Tr
     """GRPO on a [P, G] grid: A_ij = (r_ij - mean_i) / (std_i + eps).
 
     `scale=False` is Dr. GRPO: no division by the group std, which over-weights prompts that
-    are nearly all-right or all-wrong (seed note, "objective bias").
+    are nearly all-right or all-wrong (Liu et al. 2025, "Understanding R1-Zero-Like
+    Training: A Critical Perspective", section 3.1, the question-level difficulty bias).
     """
     mean, std = group_mean_std(rewards, valid)
     adv = rewards - mean[:, None]
@@ -142,8 +144,34 @@ def _rloo(x: AdvantageInputs) -> torch.Tensor:
 
 
 def _grpo(x: AdvantageInputs) -> torch.Tensor:
-    return grpo_advantages(x.grid(x.rewards), x.grid(x.valid),
-                           scale=x.scale_rewards == "group").flatten()
+    adv = grpo_advantages(x.grid(x.rewards), x.grid(x.valid),
+                          scale=x.scale_rewards == "group").flatten()
+    if x.scale_rewards == "batch":      # TRL's scale_rewards="batch": one std for the whole batch
+        adv = adv / (global_std(x.rewards, x.valid, x.global_sum) + 1e-4)
+    return adv
+
+
+def global_std(x: torch.Tensor, mask: torch.Tensor, global_sum=lambda xs: list(xs)) -> float:
+    """Unbiased (n-1) std of x where mask is true, over every rank's batch (0 below 2 values)."""
+    return whitening_stats(x[mask], global_sum)[1]
+
+
+def whitening_stats(values: torch.Tensor, global_sum=lambda xs: list(xs)) -> tuple[float, float]:
+    """Mean and unbiased (n-1) std of a flat tensor gathered over every rank (std 0 below 2)."""
+    v = values.double()
+    n, s1, s2 = global_sum([float(v.numel()), float(v.sum()), float((v * v).sum())])
+    mean = s1 / max(n, 1.0)
+    var = (s2 - s1 * mean) / (n - 1) if n >= 2 else 0.0
+    return mean, max(var, 0.0) ** 0.5
+
+
+def whiten(x: torch.Tensor, mask: torch.Tensor, stats: tuple[float, float] | None = None,
+           eps: float = 1e-8) -> torch.Tensor:
+    """(x - mean) / (std + eps) on the masked entries, 0 off them: advantage whitening as in
+    TRL's and OpenRLHF's PPO (unbiased std). `stats` = whitening_stats of the global batch
+    when x is only a micro-batch of it; default: x's own masked entries."""
+    mean, std = stats if stats is not None else whitening_stats(x[mask])
+    return ((x - mean) / (std + eps)).masked_fill(~mask, 0.0)
 
 
 # name -> f(AdvantageInputs) -> [N] advantages, one per completion (repeated on its tokens).
@@ -239,8 +267,19 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
 
 # name -> f(token_rewards, values, mask, gamma, lam) -> (advantages, returns), both [B, T]:
 # estimators that work per token (the PPO critic's GAE). `values` is None without a critic.
+def reinforce_pp_returns(rewards: torch.Tensor, values, mask: torch.Tensor, gamma: float = 1.0,
+                         lam: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """REINFORCE++ (Hu 2025, arXiv:2501.03262, eq. 7-9): no critic; the advantage of token t is
+    the return of the KL-shaped token rewards, G_t = sum_{s>=t} gamma^(s-t) r_s (so each
+    token's KL penalty reaches only the tokens before it); the loop then whitens it over the
+    global batch. Returns (advantages, returns), both G."""
+    ret = returns_to_go(rewards, mask, gamma)
+    return ret, ret
+
+
 TOKEN_ADVANTAGES: dict[str, Callable] = {
     "gae": gae,
+    "reinforce_pp": reinforce_pp_returns,
 }
 ADVANTAGES = (*OUTCOME_ADVANTAGES, *TOKEN_ADVANTAGES)
 
@@ -290,12 +329,23 @@ def gspo_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
     return obj, low & mask, high & mask
 
 
+def gspo_token_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
+    """GSPO-token (Zheng et al. 2025, sec. 4.3): s_it = sg[s_i] * pi(y_t)/sg[pi(y_t)], whose
+    value is the sequence ratio s_i (so the clip acts per sequence) but whose gradient reaches
+    each token with its own advantage A_it. With A constant over a sequence it equals GSPO."""
+    seq = gspo_sequence_log_ratio((logp - old_logp).masked_fill(~mask, 0.0), mask)
+    log_ratio = seq.detach() + logp - logp.detach()
+    obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
+    return obj, low & mask, high & mask
+
+
 # name -> f(logp, old_logp, advantages, mask, eps_low, eps_high) -> (objective, low, high):
 # the per-token objective to maximise and where the low/high clamp was the active branch.
 POLICY_LOSSES: dict[str, Callable] = {
     "pg": pg_objective,
     "clip": clip_objective,
     "gspo": gspo_objective,
+    "gspo_token": gspo_token_objective,
 }
 
 
@@ -346,9 +396,18 @@ def aggregate_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str, *,
     raise ValueError(f"unknown loss aggregation {mode!r}; expected one of {LOSS_AGGREGATIONS}")
 
 
-def value_loss(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Per-token squared error (V_t - G_t)^2; aggregate it like the policy loss."""
-    return (values - returns) ** 2 * mask
+def value_loss(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
+               old_values: torch.Tensor | None = None, clip: float = 0.0) -> torch.Tensor:
+    """Per-token squared error (V_t - G_t)^2; aggregate it like the policy loss.
+
+    With `clip > 0` (PPO's value clipping, TRL's `cliprange_value`): the new value may move at
+    most `clip` from V_old before the error stops shrinking, max((V - G)^2, (V_clip - G)^2)
+    with V_clip = V_old + clamp(V - V_old, -clip, clip)."""
+    err = (values - returns) ** 2
+    if clip > 0:
+        clipped = old_values + (values - old_values).clamp(-clip, clip)
+        err = torch.maximum(err, (clipped - returns) ** 2)
+    return err * mask
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:

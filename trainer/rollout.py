@@ -20,14 +20,22 @@ from .models import cache_kwarg, returned_cache
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
 
 
-_FINITE_CAP = 10_000   # a split yielding fewer tasks than this is treated as a finite dataset
+_FINITE_LIMIT = 50_000_000   # a "finite" source yielding more than this is an unmarked stream
+
+
+def is_unbounded(source) -> bool:
+    """Procedural sources (a task per index, forever) stream; every other source is a finite
+    dataset. A custom endless source says so with `unbounded = True`."""
+    from rlvr.envs.base import ProceduralSource
+    return bool(getattr(source, "unbounded", isinstance(source, ProceduralSource)))
 
 
 class PromptStream:
     """Training prompts in a reproducible order, with a cursor a checkpoint can restore.
 
-    Procedural environments (infinite task streams) are read in order; finite datasets are
-    shuffled once per epoch with a seeded RNG. `cursor` counts tasks handed out so far.
+    Procedural environments (unbounded task streams) are read in their own seeded order; any
+    finite dataset, whatever its size, is shuffled once per epoch with a seeded RNG and
+    repeated. `cursor` counts tasks handed out so far.
     """
 
     def __init__(self, env, seed: int, split: str = "train", cursor: int = 0):
@@ -40,16 +48,19 @@ class PromptStream:
 
     def _tasks(self) -> Iterator[Task]:
         it = self.env.tasks(self.split, self.seed)
-        head = list(itertools.islice(it, _FINITE_CAP))
-        if not head:
+        if is_unbounded(self.env.source):
+            yield from it
+            return
+        rows = list(itertools.islice(it, _FINITE_LIMIT + 1))
+        if not rows:
             raise ValueError(f"environment {self.env.name!r} has no {self.split!r} tasks")
-        if len(head) < _FINITE_CAP:         # a finite dataset: epochs of seeded shuffles
-            for epoch in itertools.count():
-                order = list(head)
-                random.Random(f"{self.seed}/{epoch}").shuffle(order)
-                yield from order
-        yield from head                     # procedural: the generator's own seeded order
-        yield from it
+        if len(rows) > _FINITE_LIMIT:
+            raise ValueError(f"environment {self.env.name!r} yields over {_FINITE_LIMIT:,} "
+                             "tasks: if its source is endless, give it `unbounded = True`")
+        for epoch in itertools.count():     # epochs of seeded shuffles
+            order = list(rows)
+            random.Random(f"{self.seed}/{epoch}").shuffle(order)
+            yield from order
 
     def take(self, n: int) -> list[Task]:
         self.cursor += n
@@ -176,7 +187,16 @@ def _hf_generate(model, prompts, G, max_new, eos, pad_id, temperature, top_p, gr
         num_return_sequences=G, pad_token_id=pad_id, eos_token_id=sorted(eos),
         repetition_penalty=1.0)
     ids, attn = _left_pad(prompts, pad_id, next(model.parameters()).device)
-    return model.generate(input_ids=ids, attention_mask=attn, generation_config=cfg)[:, ids.size(1):].tolist()
+    # `generate` fills every field we leave unset from the model's own generation_config
+    # (min_p, typical_p, no_repeat_ngram_size, suppress_tokens, min_new_tokens...), and samples
+    # would stop being softmax(logits / T): swap in a blank one for the call.
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    saved, base.generation_config = base.generation_config, GenerationConfig()
+    try:
+        out = model.generate(input_ids=ids, attention_mask=attn, generation_config=cfg)
+    finally:
+        base.generation_config = saved
+    return out[:, ids.size(1):].tolist()
 
 
 @contextlib.contextmanager

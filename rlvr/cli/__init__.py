@@ -21,6 +21,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.train",
     "rlvr.cli.plot",
     "rlvr.cli.eval",
+    "rlvr.cli.export",
 ]
 
 
