@@ -164,12 +164,11 @@ def test_value_head_backbone_without_head_is_refused(tmp_path):
 
 
 def test_multi_logit_classifier_is_refused(tmp_path):
-    from transformers import AutoModelForSequenceClassification, LlamaConfig
+    from transformers import AutoModelForSequenceClassification
     from rlvr.trainer.reward_model import build_tiny_tokenizer
+    from rlvr.trainer.tiny import tiny_llama_config
     tok = build_tiny_tokenizer()
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
-                      num_hidden_layers=1, num_attention_heads=2, num_labels=3,
-                      pad_token_id=tok.pad_token_id)
+    cfg = tiny_llama_config(tok, layers=1, hidden=16, heads=2, num_labels=3)
     AutoModelForSequenceClassification.from_config(cfg).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="one logit"):

@@ -280,3 +280,14 @@ def test_unreachable_hub_id_fails_in_one_line_naming_the_alias(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and "nobody/no-such-model" in errors[0] and '"smollm2"' in errors[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_every_new_option_is_in_help_config(capsys):
+    from rlvr.cli import main
+    assert main(["train", "--help-config"]) == 0
+    out = capsys.readouterr().out
+    for name in ("mask_truncated_completions", "whiten_advantages", "cliprange_value",
+                 "scale_rewards", "gspo_token", "reinforce_pp", "gradient_checkpointing",
+                 "lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules", "'auto'",
+                 "k1 is refused in the loss", "smollm2"):
+        assert name in out, name
