@@ -37,6 +37,8 @@ from .checkpoint import (latest_checkpoint, read_state, restore_trainer_state, s
 from .config import TrainConfig, load_config
 from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
+from .episodes import (episode_engine, episode_metrics, episode_sample, overlong_lengths,
+                       policy_tokens)
 from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
 from .models import (AdaptersOff, MicroBatch, ValueModel, add_lora, autocast, completion_logprobs,
                      completion_values, enable_checkpointing, frozen_copy, load_lora, load_policy,
@@ -108,7 +110,8 @@ class Trainer:
         self.step = 0
         if checkpoint:
             self._load_checkpoint(checkpoint)
-        self.engine = make_engine(cfg.rollout_engine, self.policy, self.tokenizer, cfg)
+        self.engine = episode_engine(make_engine(cfg.rollout_engine, self.policy, self.tokenizer,
+                                                 cfg), self.env, self.tokenizer)
 
     def _build_policy(self, checkpoint: Path | None):
         """The policy (float32 master weights; LoRA adapters when lora_rank > 0) and the frozen
@@ -244,9 +247,9 @@ class Trainer:
         """DAPO's overlong penalty, added to the verdict rewards of this rollout."""
         cfg = self.cfg
         if cfg.overlong_buffer:
-            lengths = torch.tensor([len(c) for c in r.completion_ids])
+            lengths, limit = overlong_lengths(r, self.env, cfg.max_completion_length)
             r.rewards = r.rewards + alg.overlong_penalty(
-                lengths, cfg.max_completion_length, cfg.overlong_buffer, cfg.overlong_penalty)
+                lengths, limit, cfg.overlong_buffer, cfg.overlong_penalty)
 
     def _rollout_metrics(self, local: Rollout) -> dict:
         """Metrics of the whole step's rollout: the ranks' rollouts are gathered (in rank order,
@@ -256,6 +259,7 @@ class Trainer:
             return {}
         everything = Rollout.concat(parts)
         m = rollout_metrics(everything, self.env, self.tokenizer, self.cfg.reflection_phrases)
+        m.update(episode_metrics(everything))
         if m["completions/clipped_ratio"] > 0.5 and self.step == 0:
             warnings.warn(f"{m['completions/clipped_ratio']:.0%} of completions hit "
                           f"max_completion_length={self.cfg.max_completion_length}; raise it or "
@@ -278,14 +282,15 @@ class Trainer:
         if cfg.mask_truncated_completions:
             cut = torch.tensor([c.finish_reason == "length" for c in rollout.completions])
             trains = valid & ~cut.to(self.device)
-        loss_mask = [mb.mask & trains[mb.rows, None] for mb in micro]
+        own = [policy_tokens(rollout, mb) for mb in micro]    # environment tokens: never trained
+        loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
         ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
                for mb in micro]
         kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
         old = [completion_logprobs(self.policy, mb, cfg.temperature)[0] if kl_in_reward else None
                for mb in micro]
-        kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~mb.mask, 0.0)
-                  if kl_in_reward else None for o, r, mb in zip(old, ref, micro)]
+        kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~p, 0.0)
+                  if kl_in_reward else None for o, r, p in zip(old, ref, own)]
         # Normalisers of the *global* batch: each rank's loss is then its share of the whole.
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
@@ -458,6 +463,7 @@ class Trainer:
             v = r.verdicts[i]
             rows.append({"task_id": r.tasks[i].id, "answer": r.tasks[i].answer,
                          "completion": r.completions[i].text,
+                         **episode_sample(r.tasks[i], r.completions[i]),
                          "finish_reason": r.completions[i].finish_reason,
                          "reward": float(r.rewards[i]), "advantage": adv.get(i, 0.0),
                          "verdict": {"score": v.score, "status": v.status,

@@ -67,11 +67,16 @@ class PromptStream:
         return [next(self._it) for _ in range(n)]
 
 
-def encode_prompt(tokenizer, prompt) -> list[int]:
+def encode_prompt(tokenizer, prompt, tools: list[dict] | None = None) -> list[int]:
     """Chat messages go through the tokenizer's chat template (environments write messages);
     plain strings (base-model templates like R1-Zero's) are tokenized as they are."""
+    kw = {}
+    if tools:     # an environment's tool schemas (see trainer/episodes.py)
+        from .episodes import tool_prompt
+        prompt, kw = tool_prompt(tokenizer, prompt, tools)
     if isinstance(prompt, list):
-        text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False,
+                                             **kw)
         return tokenizer(text, add_special_tokens=False).input_ids
     if isinstance(prompt, str):
         return tokenizer(prompt).input_ids
@@ -142,7 +147,7 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
     eos = _eos_ids(model, tokenizer)
-    prompts = [encode_prompt(tokenizer, t.prompt) for t in tasks]
+    prompts = [encode_prompt(tokenizer, t.prompt, t.metadata.get("tools")) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
     out = Rollout([], [], [], [], group_size=group_size)
     for start in range(0, len(tasks), per_call):
