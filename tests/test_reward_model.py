@@ -214,7 +214,7 @@ def test_rlvr_score_with_reward_model_env(classifier_dir, tmp_path, capsys):
 
 def test_import_rlvr_does_not_import_torch():
     code = ("import sys, rlvr, rlvr.verifiers, rlvr.envs, rlvr.verifiers.reward_model, "
-            "rlvr.trainer.rm_cli\n"
+            "rlvr.cli.train_rm\n"
             "from rlvr import list_envs\nassert 'reward-model' in list_envs()\n"
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
