@@ -24,6 +24,18 @@ SLOW = (
     "test_trainer.py::test_resume_is_exact",
     "test_integrations.py::test_trl_grpo_trainer_runs_one_step_on_rlvr_rewards",
     "test_r1zero.py::test_r1zero_script_tiny_mode_runs_trains_and_plots",
+    "test_r1zero.py::test_a_run_folder_is_resumed_refused_or_overwritten_never_clobbered",
+    "test_trainer_options.py::test_lora_checkpoint_holds_adapters_and_resumes_exactly",
+    "test_trainer_options.py::test_export_merges_lora_into_a_transformers_folder",
+    "test_trainer_options.py::test_lora_reference_is_the_base_with_adapters_off",
+    "test_trainer_options.py::test_checkpointing_changes_no_metric",
+    "test_multiturn_train.py::test_multiturn_resume_is_exact",
+    "test_multiturn_train.py::test_every_preset_trains_on_episodes",
+    "test_scoring.py::test_resume_after_kill_has_every_row_exactly_once",
+    "test_code_formats.py::test_rlvr_score_humaneval_reports_every_bad_program_as_ok_0_with_its_limit",
+    "test_trainer_verdicts.py",                             # a trainer on HumanEval, sandboxed
+    "test_ray_backend.py",                                  # starts Ray
+    "test_sandbox_attacks.py",                              # each attack on both backends
 )
 
 
