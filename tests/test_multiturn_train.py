@@ -61,7 +61,11 @@ def read_jsonl(path):
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_every_preset_trains_on_episodes(preset, tiny_model, tmp_path):
-    Trainer(config(tiny_model, tmp_path, preset)).train()
+    evals = {"eval_every": 1, "eval_tasks": 2, "eval_k": 2} if preset == "grpo" else {}
+    Trainer(config(tiny_model, tmp_path, preset, **evals)).train()
+    if evals:                                         # evaluation samples episodes too
+        ev = read_jsonl(tmp_path / "eval.jsonl")[0]
+        assert 0.0 <= ev["pass@1"] <= 1.0 and "pass@2" in ev
     row = read_jsonl(tmp_path / "metrics.jsonl")[0]
     assert row["turns/mean"] == 3 and row["episode/end/max_turns_rate"] == 1.0
     assert row["tool_calls/mean"] == 0 and row["tool_calls/error_rate"] == 0
