@@ -122,3 +122,40 @@ def test_missing_wandb_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)      # as if not installed
     with pytest.raises(ImportError, match=r"pip install 'rlvr\[wandb\]'"):
         WandbSink(tmp_path / "run", {})
+
+
+@pytest.mark.timeout(900)
+def test_rlvr_train_reports_to_wandb_with_the_same_names(tmp_path, capsys):
+    """`report_to = ["tensorboard", "wandb"]`: both written, W&B with metrics.jsonl's names."""
+    from rlvr.cli import main
+    from rlvr.trainer.tiny import build_tiny_model
+    model = build_tiny_model(tmp_path / "model")
+    out = tmp_path / "run"
+    env_kwargs = json.dumps({"n_terms": 2, "max_value": 9, "prompt_style": "base"})
+    assert main(["train", f"model={model}", f"output_dir={out}", "steps=2", "eval_every=2",
+                 "eval_tasks=2", "eval_k=2", "prompts_per_step=2", "group_size=2",
+                 "max_completion_length=8", "progress=false", "checkpoint_every=0",
+                 f"env_kwargs={env_kwargs}", 'report_to=["tensorboard", "wandb"]']) == 0
+    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    recs = wandb_records(out)
+    logged = history(recs)
+    for row in rows:           # every finite number of every step, under its own name
+        want = {k: v for k, v in row.items() if k != "step" and isinstance(v, (int, float))
+                and not isinstance(v, bool)}
+        got = {k: v for h in logged if h["_step"] == row["step"] for k, v in h.items()}
+        assert want and {k: got.get(k) for k in want} == pytest.approx(want), row["step"]
+    assert any("eval/pass@1" in h for h in logged)
+    run_rec = next(r.run for r in recs if r.WhichOneof("record_type") == "run")
+    config = {i.key or "/".join(i.nested_key): json.loads(i.value_json)
+              for i in run_rec.config.update}
+    assert config["steps"] == 2 and config["report_to"] == ["tensorboard", "wandb"]
+    types = {r.artifact.type for r in recs if r.WhichOneof("record_type") == "artifact"}
+    assert types == {"run-config", "plots"}
+
+
+def test_report_to_names_only_known_sinks():
+    from rlvr.trainer.config import TrainConfig
+    assert TrainConfig().report_to == ("tensorboard",)
+    with pytest.raises(ValueError, match="report_to"):
+        TrainConfig(report_to=("tensorboard", "mlflow"))

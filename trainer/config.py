@@ -186,6 +186,10 @@ class TrainConfig:
     """Phrases counted by think/reflection_rate (case-insensitive)."""
     tensorboard: bool = True
     """Write TensorBoard event files under output_dir/tensorboard."""
+    report_to: tuple = ("tensorboard",)
+    """Where step metrics go besides metrics.jsonl: "tensorboard" (also needs tensorboard =
+    true) and/or "wandb" (Weights & Biases, same metric names, config and plots as artifacts;
+    `pip install 'rlvr[wandb]'`; WANDB_MODE=offline needs no account)."""
     progress: bool = True
     """Show a progress bar."""
     checkpoint_every: int = 50
@@ -204,6 +208,10 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Fail loud on impossible combinations, naming the fix."""
+        unknown_sinks = set(self.report_to) - {"tensorboard", "wandb"}
+        if isinstance(self.report_to, str) or unknown_sinks:
+            raise ValueError(f"report_to={self.report_to!r}; expected a list of "
+                             "'tensorboard' and/or 'wandb'")
         choices = {"advantage": ADVANTAGES, "baseline": ("batch", "moving_average"),
                    "scale_rewards": ("group", "batch", "none"),
                    "share_prefix": ("auto", "true", "false"),

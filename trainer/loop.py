@@ -153,7 +153,8 @@ class Trainer:
         cfg, main = self.cfg, self.dist.is_main
         if main:
             self._write_run_config()
-        log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress) \
+        log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress,
+                            report_to=cfg.report_to, config=cfg.to_dict()) \
             if main else None
         try:
             while self.step < cfg.steps:

@@ -1,5 +1,6 @@
 """Step metrics (names documented in docs/trainer.md) and where they go: metrics.jsonl,
-TensorBoard (RUN/tensorboard), the progress bar, and a per-step sample of completions.
+TensorBoard (RUN/tensorboard), optionally Weights & Biases (`report_to`), the progress bar,
+and a per-step sample of completions.
 `MetricsLogger` is the one logger of every training command (`rlvr train`, `rlvr train-rm`)."""
 from __future__ import annotations
 
@@ -100,12 +101,17 @@ class MetricsLogger:
     dropped first: a resumed run rewrites them."""
 
     def __init__(self, run_dir: Path, start_step: int, total_steps: int, tensorboard: bool,
-                 progress: bool, desc: str = "rlvr train"):
+                 progress: bool, desc: str = "rlvr train", report_to=("tensorboard",),
+                 config: dict | None = None):
         self.dir = Path(run_dir)
         for name in ("metrics.jsonl", "eval.jsonl", "samples.jsonl"):
             _truncate_after(self.dir / name, start_step)
+        self.wandb = None
+        if "wandb" in report_to:       # optional: Weights & Biases (trainer/wandb_sink.py)
+            from .wandb_sink import WandbSink
+            self.wandb = WandbSink(self.dir, config or {})
         self.tb = None
-        if tensorboard:
+        if tensorboard and "tensorboard" in report_to:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as exc:
@@ -125,6 +131,8 @@ class MetricsLogger:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)) and math.isfinite(v):
                     self.tb.add_scalar(k if file == "metrics.jsonl" else f"eval/{k}", v, step)
+        if self.wandb is not None:
+            self.wandb.log(step, metrics, file)
         if file == "metrics.jsonl":
             self.bar.update(1)
             self.bar.set_postfix({k: f"{metrics[k]:.3g}" for k in
@@ -139,6 +147,8 @@ class MetricsLogger:
     def close(self) -> None:
         if self.tb is not None:
             self.tb.close()
+        if self.wandb is not None:
+            self.wandb.close()
         self.bar.close()
 
 
