@@ -24,7 +24,7 @@ from .base import Environment
 
 __all__ = ["Episode", "Reply", "MultiTurnEnvironment", "ToolEnvironment", "FinalAttempt",
            "is_multiturn", "respond_batch", "episode_limits", "episode_from_row",
-           "episode_from_messages", "TranscriptError", "assistant_message", "ROLES"]
+           "episode_from_messages", "check_messages", "TranscriptError", "assistant_message", "ROLES"]
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -228,17 +228,27 @@ def _text(content) -> str:
     return content or ""
 
 
-def episode_from_messages(messages: Any) -> tuple[list[dict], Episode]:
-    """(the prompt messages, the Episode) of a whole chat transcript: the episode starts at the
-    first assistant message. Raises TranscriptError saying what is malformed."""
+def check_messages(messages: Any) -> None:
+    """Raise TranscriptError saying what is malformed in a `messages` field."""
     if not isinstance(messages, list) or not messages:
         raise TranscriptError(f"'messages' must be a non-empty list of chat messages, got "
                               f"{type(messages).__name__}")
     for i, m in enumerate(messages):
         _check_message(i, m)
-    start = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), None)
-    if start is None:
+    if not any(m["role"] == "assistant" for m in messages):
         raise TranscriptError("'messages' holds no assistant message: nothing to score")
+
+
+def episode_from_messages(messages: Any, start: int | None = None) -> tuple[list[dict], Episode]:
+    """(the prompt messages, the Episode) of a whole chat transcript. The episode starts at
+    message `start` (by default the first assistant message; a prompt holding worked examples
+    passes its own length). Raises TranscriptError saying what is malformed."""
+    check_messages(messages)
+    if start is None:
+        start = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    if not any(m["role"] == "assistant" for m in messages[start:]):
+        raise TranscriptError("'messages' holds no assistant message after the task's prompt: "
+                              "nothing to score")
     prompt = [dict(m) for m in messages[:start]]
     after = [{**m, "content": _text(m.get("content"))} for m in messages[start:]]
     episode = Episode(text="", messages=after)
@@ -263,14 +273,22 @@ def episode_from_row(env, row: Mapping, line: int | None = None) -> tuple[Task, 
     neither, from its prompt messages (for rewards that need no gold). A malformed `messages`
     field raises TranscriptError naming `line`."""
     where = f"line {line}: " if line is not None else ""
+    messages = row.get("messages")
     try:
-        prompt, episode = episode_from_messages(row.get("messages"))
+        check_messages(messages)
     except TranscriptError as exc:
         raise TranscriptError(f"{where}{exc}") from None
     rest = {k: v for k, v in row.items() if k != "messages"}
     if not any(k in rest for k in ("id", "answer", "tests", "input_output", "test_list")):
-        rest["prompt"] = prompt
+        first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        rest["prompt"] = [dict(m) for m in messages[:first]]
     task = env.task_from_row(rest)
+    own = task.prompt if isinstance(task.prompt, list) else None
+    start = len(own) if own and [dict(m) for m in messages[:len(own)]] == own else None
+    try:
+        prompt, episode = episode_from_messages(messages, start)
+    except TranscriptError as exc:
+        raise TranscriptError(f"{where}{exc}") from None
     if task.prompt in ("", None):
         task = replace(task, prompt=prompt)
     return task, episode

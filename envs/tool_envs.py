@@ -38,12 +38,23 @@ CALC_SYSTEM = (
     '<tool_call>{"name": "calculator", "arguments": {"expression": "12 * 34"}}</tool_call>')
 
 
+# One worked exchange shown before the question: without it SmolLM2-135M-Instruct called the
+# tool in 0 of 28 sampled episodes (no GRPO signal); with it, 7 calls in 12 (docs/multiturn.md).
+FEW_SHOT = [
+    {"role": "user", "content": "What is 1234 * 5678?"},
+    {"role": "assistant", "content": '<tool_call>{"name": "calculator", "arguments": '
+                                     '{"expression": "1234 * 5678"}}</tool_call>'},
+    {"role": "tool", "name": "calculator", "content": "7006652"},
+    {"role": "assistant", "content": "Answer: 7006652"}]
+
+
 @dataclass(frozen=True)
 class BigArithmeticSource(ProceduralSource):
     """`a op b` with `digits`-digit operands; train/test split by a hash of the expression."""
     digits: int = 4
     ops: str = "*"
     test_fraction: float = 0.2
+    few_shot: bool = True
     prefix = "tool-arithmetic"
 
     def __post_init__(self):
@@ -63,15 +74,18 @@ class BigArithmeticSource(ProceduralSource):
                 break
         value = {"+": a + b, "-": a - b, "*": a * b}[op]
         question = f"What is {expr}?"
-        prompt = [{"role": "system", "content": CALC_SYSTEM}, {"role": "user", "content": question}]
+        shots = FEW_SHOT if self.few_shot else []
+        prompt = [{"role": "system", "content": CALC_SYSTEM}, *shots,
+                  {"role": "user", "content": question}]
         return Task(f"{self.prefix}/{split}/{seed}/{index}", prompt, str(value),
                     {"question": question, "expression": expr})
 
 
 @register_env("tool-arithmetic")
 def tool_arithmetic(digits: int = 4, ops: str = "*", max_turns: int = 3, max_tokens: int = 256,
-                    tool_deadline_s: float = 5.0) -> ToolEnvironment:
+                    tool_deadline_s: float = 5.0, few_shot: bool = True) -> ToolEnvironment:
     """Big-number arithmetic with a `calculator` tool; exact match on the final number.
+    `few_shot` shows one worked tool exchange before the question.
 
     >>> env = tool_arithmetic()
     >>> task = env.get_task("tool-arithmetic/train/0/0")
@@ -80,7 +94,7 @@ def tool_arithmetic(digits: int = 4, ops: str = "*", max_turns: int = 3, max_tok
     """
     parser = ThinkParser()
     return ToolEnvironment(
-        name="tool-arithmetic", source=BigArithmeticSource(digits, ops), version="1",
+        name="tool-arithmetic", source=BigArithmeticSource(digits, ops, few_shot=few_shot), version="1",
         parser=parser, rewards=[(NumericMatch(parser), 1.0)],
         gold=lambda t: f"Answer: {t.answer}",
         description="Arithmetic on big numbers with a calculator tool (multi-turn).",

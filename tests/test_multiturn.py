@@ -77,8 +77,14 @@ class ScriptedEngine:
         return [self._ids(c, k, max_new) for k, c in enumerate(contexts)]
 
 
+def episode_part(context):
+    """The context from the task's own question on (the prompt's worked example left out)."""
+    return context[context.rindex("user: "):]
+
+
 def calc_script(context, row):
     """Call the calculator on the question, then answer with what it returned."""
+    context = episode_part(context)
     results = re.findall(r"tool: (-?\d+)\n", context)
     if results:
         return f"Answer: {results[-1]}"
@@ -184,7 +190,7 @@ def slow_calculator(expression: str) -> str:
 def test_a_hanging_tool_is_stopped_and_the_episode_continues(tok, pool):
     env = calc_env(pool)
     env.toolbox = Toolbox([slow_calculator], deadline_s=1.0, pool=pool)
-    script = lambda ctx, row: ("Answer: 1" if "tool: " in ctx else
+    script = lambda ctx, row: ("Answer: 1" if "tool: " in episode_part(ctx) else
                                '<tool_call>{"name": "slow_calculator", "arguments": '
                                '{"expression": "1"}}</tool_call>')
     r = run_episodes(ScriptedEngine(tok, script), env, tok, env.sample(1), 1, 100)
@@ -225,7 +231,8 @@ def test_env_tokens_get_exactly_zero_gradient(tiny, tok):
 
 def test_transcript_rows_score_like_the_trainer(tok, pool):
     env = calc_env(pool)
-    wrong = lambda ctx, row: "Answer: 12" if row % 2 == 1 and "tool: " in ctx else calc_script(ctx, row)
+    wrong = lambda ctx, row: "Answer: 12" if row % 2 == 1 and "tool: " in episode_part(ctx) \
+        else calc_script(ctx, row)
     r = run_episodes(ScriptedEngine(tok, wrong), env, tok, env.sample(2), 2, 200)
     trained = env.reward.score_batch(r.tasks, r.completions)
     assert [v.score for v in trained] == [1.0, 0.0, 1.0, 0.0]

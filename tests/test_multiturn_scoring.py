@@ -12,14 +12,15 @@ from rlvr.trainer.episodes import run_episodes
 from rlvr.trainer.models import load_tokenizer
 from rlvr.trainer.tiny import build_tiny_model
 
-from test_multiturn import ScriptedEngine, calc_script
+from test_multiturn import ScriptedEngine, calc_script, episode_part
 
 
 @pytest.fixture(scope="module")
 def episodes(tmp_path_factory):
     tok = load_tokenizer(build_tiny_model(tmp_path_factory.mktemp("tiny") / "m"))
     env = load_env("tool-arithmetic")
-    script = lambda ctx, row: "Answer: 12" if row % 2 and "tool: " in ctx else calc_script(ctx, row)
+    script = lambda ctx, row: "Answer: 12" if row % 2 and "tool: " in episode_part(ctx) \
+        else calc_script(ctx, row)
     r = run_episodes(ScriptedEngine(tok, script), env, tok, env.sample(3), 2, 200)
     return env, r, env.reward.score_batch(r.tasks, r.completions)
 
