@@ -11,7 +11,7 @@ from rlvr.sandbox.base import Limits
 from rlvr.scoring import ScoreConfig
 from rlvr.trainer.evaluate import EvalConfig
 from rlvr.trainer.preferences import MakePrefsConfig
-from rlvr.trainer.reward_model import TrainRMConfig
+from rlvr.trainer.rm_training import TrainRMConfig
 from rlvr.usage import field_docs
 
 # (subcommand path, config, fields declared by hand because they are not plain options)

@@ -16,6 +16,7 @@ import torch
 from rlvr.core import Completion, Task, Verdict
 
 from .models import cache_kwarg, returned_cache
+from .prompts import tool_prompt
 
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
 
@@ -71,8 +72,7 @@ def encode_prompt(tokenizer, prompt, tools: list[dict] | None = None) -> list[in
     """Chat messages go through the tokenizer's chat template (environments write messages);
     plain strings (base-model templates like R1-Zero's) are tokenized as they are."""
     kw = {}
-    if tools:     # an environment's tool schemas (see trainer/episodes.py)
-        from .episodes import tool_prompt
+    if tools:     # an environment's tool schemas
         prompt, kw = tool_prompt(tokenizer, prompt, tools)
     if isinstance(prompt, list):
         text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from rlvr.trainer.preferences import MakePrefsConfig
-from rlvr.trainer.reward_model import TrainRMConfig
+from rlvr.trainer.rm_training import TrainRMConfig
 from rlvr.usage import EXIT_OK, EXIT_ROW_ERRORS, UsageError, field_docs, parse_kv
 
 from .options import add_config_options, config_kwargs
@@ -34,7 +34,7 @@ def _add_train_rm(sub) -> None:
 
 
 def cmd_train_rm(args) -> int:
-    from rlvr.trainer.reward_model import train_reward_model
+    from rlvr.trainer.rm_training import train_reward_model
     try:
         cfg = TrainRMConfig(**config_kwargs(TrainRMConfig, args))
         result = train_reward_model(cfg)
