@@ -175,3 +175,14 @@ def test_eval_table_is_base_against_the_last_evaluation():
     assert table[1].split()[-3:] == ["0.060", "0.520", "+0.460"]
     assert table[2].split()[-3:] == ["0.000", "0.970", "+0.970"]
     assert eval_table([]) == "(no held-out evaluation)"
+
+
+def test_readme_quick_start_is_exactly_two_commands():
+    import re
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Quick start"):]
+    section = section[:section.index("\n## ", 3)]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert [c.split("#")[0].split() for c in commands] == [["bash", "scripts/r1zero.sh"],
+                                                           ["bash", "scripts/test.sh"]]
