@@ -13,7 +13,7 @@ from .reasoning_gym_names import ENV_NAMES as _REASONING_GYM
 # module -> the environments it registers
 BUILTIN_MODULES = {
     "arithmetic": ("arithmetic",),
-    "reward_model": ("reward-model",),
+    "learned_reward": ("reward-model",),
     "ifeval": ("ifeval-style",),
     "json_schema": ("json-schema",),
     "think_format": ("think-format",),

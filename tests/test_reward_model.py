@@ -178,7 +178,7 @@ def test_multi_logit_classifier_is_refused(tmp_path):
 # --------------------------------------------------------------------------- environments
 
 def test_combined_environment_reports_every_component(classifier_dir):
-    from rlvr.envs.reward_model import reward_model_env
+    from rlvr.envs.learned_reward import reward_model_env
     env = reward_model_env(classifier_dir, base_env="arithmetic", weight=0.5,
                            verifier_weight=1.0, normalize="sigmoid")
     assert env.describe()["rewards"] == {"reward_model": 0.5, "numeric_match": 1.0,
