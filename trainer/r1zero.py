@@ -110,7 +110,7 @@ def resume_point(out: Path, cfg, overwrite: bool = False) -> Path | None:
             p = out / stale
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
         return None
-    how = (f"pass --overwrite to replace it, or -o DIR to write a new run elsewhere")
+    how = "pass --overwrite to replace it, or -o DIR to write a new run elsewhere"
     try:
         saved = json.loads((out / "config.json").read_text())["config"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -172,32 +172,17 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
 def held_out_eval(trainer, n_tasks: int) -> dict:
     """Greedy pass@1 and the well-formed format rate on `n_tasks` distinct test-split problems
     (the split training never draws from), one greedy completion each."""
+    from .evaluate import distinct_tasks
     from .metrics import think_metrics
     from .rollout import score
     env, cfg = trainer.env, trainer.cfg
-    tasks = distinct_test_tasks(env, n_tasks, cfg.seed)
+    tasks = distinct_tasks(env, "test", n_tasks, cfg.seed)
     rollout = score(env, trainer.engine.generate(tasks, 1, cfg.max_completion_length,
                                                  greedy=True))
     right = sum(v.ok and v.score >= 1.0 for v in rollout.verdicts)
     texts = [c.text for c in rollout.completions]
     fmt = think_metrics(texts, trainer.tokenizer, env.parser, cfg.reflection_phrases)
     return {"pass@1": right / len(tasks), _FORMAT: fmt[_FORMAT], "tasks": len(tasks)}
-
-
-def distinct_test_tasks(env, n: int, seed: int) -> list:
-    """The first `n` test tasks with distinct prompts (a procedural split repeats problems)."""
-    seen, out = set(), []
-    for task in env.tasks("test", seed):
-        key = json.dumps(task.prompt, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
-            out.append(task)
-            if len(out) == n:
-                return out
-        if len(seen) > 50 * n + 1000:
-            break
-    raise ValueError(f"the test split of {env.name!r} has fewer than {n} distinct problems "
-                     f"(found {len(out)}); lower the number of evaluation tasks")
 
 
 def _log_eval(run_dir: Path, step: int, result: dict) -> None:
