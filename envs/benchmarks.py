@@ -26,10 +26,11 @@ from typing import Callable
 
 from rlvr.core import Task
 from rlvr.envs.registry import register_env
-from rlvr.verifiers.math import MathReward, parse_gold
+from rlvr.verifiers.math import parse_gold
 from rlvr.verifiers.parser import ThinkParser, last_boxed  # MATH's last_boxed_only_string
 
 from .base import Environment, RowSource, r1_base_prompt, r1_chat_prompt
+from .math import math_rows_env
 
 __all__ = ["BENCHMARKS", "last_boxed", "gsm8k_gold", "math_tasks", "aime_rows", "mbpp_rows",
            "gsm8k", "math500", "hendrycks_math", "aime", "mbpp"]
@@ -92,15 +93,7 @@ def math_tasks(rows: list[dict], prefix: str, question: Callable, gold: Callable
 
 def _math_env(name: str, tasks: list[Task], split: str, prompt_style: str, description: str,
               deadline_s: float) -> Environment:
-    parser = ThinkParser(prefilled=True if prompt_style == "base" else None)
-    env = Environment(name=name, source=RowSource({split: tasks}), version="1", parser=parser,
-                      rewards=[(MathReward(parser, deadline_s=deadline_s), 1.0)],
-                      description=description)
-    if prompt_style == "base":
-        env.gold = lambda t: f" I work it out.</think> <answer>{t.answer}</answer>"
-    elif prompt_style == "boxed":
-        env.gold = lambda t: f"I work it out. The answer is $\\boxed{{{t.answer}}}$."
-    return env
+    return math_rows_env(name, tasks, split, prompt_style, deadline_s, description=description)
 
 
 @register_env("gsm8k")

@@ -118,11 +118,21 @@ def math_env(data: str | None = None, split: str = "train", config: str | None =
     _check_style(prompt_style)
     rows = load_rows(data, split, config, cache_dir, limit)
     tasks = rows_to_math_tasks(rows, split, prompt_style, question_field, answer_field)
+    return math_rows_env("math", tasks, split, prompt_style, deadline_s, format_weight,
+                         "Math word problems and competition maths; final-answer equivalence.")
+
+
+def math_rows_env(name: str, tasks: list[Task], split: str, prompt_style: str,
+                  deadline_s: float, format_weight: float = 0.0,
+                  description: str = "") -> Environment:
+    """An environment over fixed math tasks scored by MathReward (plus an optional format
+    reward), with a gold completion in the prompt style's shape: what `math` and the standard
+    benchmarks (rlvr.envs.benchmarks) share."""
     parser = ThinkParser(prefilled=True if prompt_style == "base" else None)
     env = Environment(
-        name="math", source=RowSource({split: tasks}), version="1", parser=parser,
+        name=name, source=RowSource({split: tasks}), version="1", parser=parser,
         rewards=_rewards(parser, MathReward(parser, deadline_s=deadline_s), format_weight),
-        description="Math word problems and competition maths; final-answer equivalence.")
+        description=description)
     if prompt_style == "base":
         env.gold = lambda t: f" I work it out.</think> <answer>{t.answer}</answer>"
     elif prompt_style == "boxed":
