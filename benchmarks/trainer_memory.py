@@ -59,6 +59,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--micro-batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     ap.add_argument("--variant", choices=sorted(VARIANTS), help="(internal) run one variant")
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
     args = ap.parse_args()
@@ -67,7 +68,7 @@ def main() -> None:
             print(json.dumps(run_variant(args.variant, args.micro_batch, args.steps, Path(tmp))))
         return
     results = []
-    for name in VARIANTS:
+    for name in args.variants.split(","):
         proc = subprocess.run([sys.executable, __file__, "--variant", name, "--micro-batch",
                                str(args.micro_batch), "--steps", str(args.steps)],
                               capture_output=True, text=True,
