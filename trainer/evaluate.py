@@ -288,7 +288,8 @@ def evaluate(sampler, env, cfg: EvalConfig, store: SampleStore | None = None,
     finally:
         bar.close()
     ordered = [records[t.id] for t in tasks if t.id in records]
-    result = _result(ordered, cfg, time.perf_counter() - t0, generated, len(done))
+    result = _result(ordered, cfg, time.perf_counter() - t0, generated,
+                     sum(t.id in done for t in tasks))
     result.failed_tasks = failed
     return result
 
