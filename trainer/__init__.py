@@ -1,7 +1,7 @@
 """The RLVR training loop (sample, verify, update, repeat) with named algorithm presets.
 
     from rlvr.trainer import TrainConfig, train
-    train(TrainConfig.from_preset("grpo", model="HuggingFaceTB/SmolLM2-135M-Instruct", steps=100))
+    train(TrainConfig.from_preset("grpo", model="smollm2", steps=100))   # packaged SmolLM2-135M-Instruct
 
 Importing this package stays light: torch loads when a trainer is built.
 """

