@@ -36,6 +36,15 @@ SLOW = (
     "test_trainer_verdicts.py",                             # a trainer on HumanEval, sandboxed
     "test_ray_backend.py",                                  # starts Ray
     "test_sandbox_attacks.py",                              # each attack on both backends
+    # whole-dataset and multi-second integration checks (3-6 s each on an idle machine)
+    "test_math_verifier.py::test_lite_reader_agrees_with_latex2sympy",
+    "test_plots.py::test_compare_overlays_runs_and_cli",
+    "test_reward_model.py::test_rlvr_score_reward_model_flag_batches_in_the_pool",
+    "test_code_formats.py::test_humaneval_canonical_bodies_pass_and_wrong_bodies_fail",
+    "test_code.py::test_humaneval_canonical_solutions_pass_and_corrupted_copies_fail",
+    "test_eval_endpoint.py::test_persistent_errors_and_timeouts_fail_the_task_not_the_answer",
+    "test_wandb_sink.py::test_rlvr_train_reports_to_wandb_with_the_same_names",
+    "test_math_verifier.py::test_timeout_from_asyncio",
 )
 
 
