@@ -265,11 +265,13 @@ def episode_from_messages(messages: Any, start: int | None = None) -> tuple[list
     return prompt, episode
 
 
-def episode_from_row(env, row: Mapping, line: int | None = None) -> tuple[Task, Episode]:
+def episode_from_row(env, row: Mapping, line: int | None = None, id_field: str = "id",
+                     answer_field: str = "answer") -> tuple[Task, Episode]:
     """The (task, episode) a scoring row with `messages` stands for -- what `rlvr score`
     judges with `env.reward`, the same call the trainer makes on the episodes it ran.
 
-    The task comes from the row like any scoring row (`id`, or its own `answer`/tests); with
+    The task comes from the row like any scoring row (`id_field`, or its own `answer_field` /
+    tests); with
     neither, from its prompt messages (for rewards that need no gold). A malformed `messages`
     field raises TranscriptError naming `line`."""
     where = f"line {line}: " if line is not None else ""
@@ -279,10 +281,10 @@ def episode_from_row(env, row: Mapping, line: int | None = None) -> tuple[Task, 
     except TranscriptError as exc:
         raise TranscriptError(f"{where}{exc}") from None
     rest = {k: v for k, v in row.items() if k != "messages"}
-    if not any(k in rest for k in ("id", "answer", "tests", "input_output", "test_list")):
+    if not any(k in rest for k in (id_field, answer_field, "tests", "input_output", "test_list")):
         first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
         rest["prompt"] = [dict(m) for m in messages[:first]]
-    task = env.task_from_row(rest)
+    task = env.task_from_row(rest, id_field, answer_field)
     own = task.prompt if isinstance(task.prompt, list) else None
     start = len(own) if own and [dict(m) for m in messages[:len(own)]] == own else None
     try:

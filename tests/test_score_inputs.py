@@ -96,3 +96,14 @@ def test_field_helpers():
     assert completion_text([{"role": "assistant", "content": None}], "c") == ""
     with pytest.raises(ValueError, match="got int"):
         completion_text(3, "c")
+
+
+def test_transcript_rows_honour_the_id_field(tmp_path):
+    # a `messages` row named by --id-field: the same lookup as a completion row
+    t = TASKS[0]
+    rows = [{"key": t.id, "messages": [{"role": "user", "content": "q"},
+                                       {"role": "assistant", "content": text}]}
+            for text in (ENV.gold(t), "<answer>-1</answer>")]
+    code, out, _ = _score(tmp_path, _rows(tmp_path / "in.jsonl", rows), "--id-field", "key")
+    assert code == 0
+    assert [(r["status"], r["score"]) for r in out] == [("ok", 1.0), ("ok", 0.0)]

@@ -228,7 +228,8 @@ def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
     try:
         view = with_fields(row, spec.nested)
         if spec.completion_field not in view and "messages" in view:   # a transcript row
-            task, completion = episode_from_row(env, view, line)
+            task, completion = episode_from_row(env, view, line, spec.id_field,
+                                                spec.answer_field)
             return row, task, completion, None
         text = completion_text(get_field(view, spec.completion_field), spec.completion_field)
         task = env.task_from_row(view, spec.id_field, spec.answer_field)
