@@ -73,6 +73,38 @@ def test_several_samples_per_task_give_pass_at_k_per_task(tmp_path):
     assert by["pass_at_k"] == pytest.approx({"1": 1.25 / 3, "2": 1.5 / 3, "4": 2 / 3})
 
 
+def _eval_sample_rows():
+    """`rlvr eval`'s samples layout: per task a right greedy row, then 4 samples (task 0: 1
+    right, task 1: none right)."""
+    right = {0: 1, 1: 0}
+    rows = []
+    for i, hits in right.items():
+        t = TASKS[i]
+        rows.append({"id": t.id, "kind": "greedy", "answer": t.answer, "completion": ENV.gold(t)})
+        rows += [{"id": t.id, "kind": "sample", "answer": t.answer,
+                  "completion": ENV.gold(t) if j < hits else "<answer>-1</answer>"}
+                 for j in range(4)]
+    return rows
+
+
+def test_rlvr_eval_greedy_rows_are_not_pass_at_k_samples(tmp_path):
+    code, out, summary = _score(tmp_path, _rows(tmp_path / "in.jsonl", _eval_sample_rows()))
+    assert code == 0 and len(out) == 10                   # every row is still scored
+    by = summary["samples"]
+    assert (by["tasks"], by["samples_min"], by["samples_max"]) == (2, 4, 4)
+    # only the sampled rows count: pass@1 = (1/4 + 0) / 2 (the right greedy rows would add)
+    assert by["pass_at_k"] == pytest.approx({"1": 0.125, "2": 0.25, "4": 0.5})
+
+
+def test_resumed_runs_leave_greedy_rows_out_of_pass_at_k_too(tmp_path):
+    rows = _eval_sample_rows()
+    _score(tmp_path, _rows(tmp_path / "in.jsonl", rows[:6]))  # a run stopped after 6 rows
+    src = _rows(tmp_path / "in.jsonl", rows)
+    code, out, summary = _score(tmp_path, src)
+    assert code == 0 and len(out) == 10 and summary["resumed_rows"] == 6
+    assert summary["samples"]["pass_at_k"] == pytest.approx({"1": 0.125, "2": 0.25, "4": 0.5})
+
+
 def test_one_sample_per_task_reports_no_pass_at_k(tmp_path):
     rows = [{"id": t.id, "answer": t.answer, "completion": ENV.gold(t)} for t in TASKS]
     code, _, summary = _score(tmp_path, _rows(tmp_path / "in.jsonl", rows))

@@ -316,18 +316,19 @@ def test_json_encoder_writes_what_json_dumps_writes():
 
 
 def test_chunk_summaries_fold_to_the_row_by_row_summary():
-    # (text, status, score, latency, id, reason, counts): ties in latency, unscored statuses, a None
-    # score; unscored rows carry a reason (with the line prefix the summary strips)
-    results = [("{}", st, sc, lat, f"r{i}",
-                f"line {11 + i}: broke" if st in UNSCORED else None, None)
+    # (text, status, score, latency, id, reason, counts, sample): ties in latency, unscored
+    # statuses, a None score; unscored rows carry a reason (with the line prefix the summary
+    # strips); three tasks with several samples each, and two rows that are not pass@k samples
+    results = [("{}", st, sc, lat, f"r{i % 3}",
+                f"line {11 + i}: broke" if st in UNSCORED else None, None, i not in (0, 4))
                for i, (st, sc, lat) in enumerate([
         ("ok", 1.0, 0.5), ("ok", 0.1, 0.2), ("timeout", 0.0, 2.0), ("unparsed", 0.0, 0.5),
         ("error", 0.0, 0.5), ("ok", 0.3, 0.7), ("gold_unparseable", 0.0, 0.1),
         ("ok", None, 0.5), ("ok", 0.7, 0.01), ("infra_error", 0.0, 0.5)])]
     lines = range(11, 21)
     by_row, by_chunk = ScoreSummary(), ScoreSummary()
-    for line, (_, st, sc, lat, row_id, reason, _counts) in zip(lines, results):
-        by_row.add(st, sc, lat, line, row_id, reason)
+    for line, (_, st, sc, lat, row_id, reason, _counts, sample) in zip(lines, results):
+        by_row.add(st, sc, lat, line, row_id, reason, sample=sample)
     for lo, hi in ((0, 4), (4, 5), (5, 10)):
         part = _Scored.of(lines[lo:hi], results[lo:hi])
         assert part.data == b"{}\n" * (hi - lo)
@@ -340,6 +341,9 @@ def test_chunk_summaries_fold_to_the_row_by_row_summary():
                               "error": 1, "infra_error": 1}
     # slowest: 2.0 (line 13), 0.7 (16), then the 0.5 ties by line: 20, 18, 15
     assert [s["line"] for s in d["slowest"]] == [13, 16, 20, 18, 15]
+    # pass@k from the 8 sample rows only: r0 gets rows 3, 6, 9 (none solved), r1 rows 1, 7 (0.1,
+    # None), r2 rows 2, 5, 8 (none solved; 0.3 and 0.7 are partial scores)
+    assert d["samples"]["tasks"] == 3 and d["samples"]["samples_min"] == 2
     assert d["failed_rows"] == 4 and d["mean_score_all_rows"] == pytest.approx(0.21)
     assert d["top_failures"] == {"timeout: broke": 1, "error: broke": 1,
                                  "gold_unparseable: broke": 1, "infra_error: broke": 1}

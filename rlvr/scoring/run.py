@@ -8,7 +8,7 @@ import sys
 import time
 from array import array
 from collections import Counter, deque
-from itertools import islice
+from itertools import compress, islice
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -22,7 +22,8 @@ from rlvr.pooled_reward import derive_deadline
 from rlvr.rows import count_rows, input_kind, iter_rows, open_lines
 
 from .fields import completion_text, get_field, with_fields
-from .summary import UNSCORED, ScoreSummary, add_counts, failure_key, solved_flags, task_key
+from .summary import (UNSCORED, ScoreSummary, add_counts, failure_key, is_pass_at_k_sample,
+                      solved_flags, task_key)
 
 __all__ = ["ScoreConfig", "score_file", "resolve"]
 
@@ -217,7 +218,16 @@ class _RowScorer:
         reason = verdict.reason if verdict.status in UNSCORED else None
         counts = self._counts(verdict) if self._counts else None
         return (text, verdict.status, verdict.score, verdict.latency_s,
-                row.get(self.spec.id_field), reason, counts)
+                row.get(self.spec.id_field), reason, counts, is_pass_at_k_sample(row))
+
+
+def _pass_at_k_columns(samples, ids, lines, statuses, scores) -> tuple[array, bytes]:
+    """Task keys and solved flags of the rows that are pass@k samples (see
+    `is_pass_at_k_sample`); the common all-samples chunk skips the filtering."""
+    if not all(samples):
+        ids, lines, statuses, scores = (list(compress(col, samples))
+                                        for col in (ids, lines, statuses, scores))
+    return array("q", map(task_key, ids, lines)), solved_flags(statuses, scores)
 
 
 def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
@@ -276,11 +286,11 @@ class _Scored:
 
     @classmethod
     def of(cls, lines: Sequence[int], results: list[tuple], seconds: float = 0.0) -> "_Scored":
-        """From per-row results (text, status, score, latency, id, reason, counts), with
+        """From per-row results (text, status, score, latency, id, reason, counts, sample), with
         C-speed steps only: a few passes over the chunk cost less than bookkeeping row by row."""
         if not results:
             return cls(b"", 0, {}, [], array("d"), [], seconds)
-        texts, statuses, scores, latencies, ids, reasons, row_counts = zip(*results)
+        texts, statuses, scores, latencies, ids, reasons, row_counts, samples = zip(*results)
         counts: dict = {}
         for c in filter(None, row_counts):
             add_counts(counts, c)
@@ -296,7 +306,7 @@ class _Scored:
                    latencies, slowest, seconds,
                    dict(Counter(failure_key(st, r) for st, r in zip(statuses, reasons)
                                 if r is not None)), counts,
-                   array("q", map(task_key, ids, lines)), solved_flags(statuses, scores))
+                   *_pass_at_k_columns(samples, ids, lines, statuses, scores))
 
 
 def _score_chunk(scorer: _RowScorer, chunk: tuple) -> _Scored:
@@ -522,7 +532,8 @@ def _fold_existing(out_path: Path, summary: ScoreSummary, counts_of: Callable | 
             last_line = row["line"]
             summary.add(row["status"], row.get("score"), row.get("latency_s", 0.0),
                         last_line, row.get("id"), row.get("reason"),
-                        counts_of(Verdict.from_dict(row)) if counts_of else None)
+                        counts_of(Verdict.from_dict(row)) if counts_of else None,
+                        is_pass_at_k_sample(row))
     if good_bytes != out_path.stat().st_size:
         with open(out_path, "r+b") as f:
             f.truncate(good_bytes)

@@ -41,6 +41,13 @@ def task_key(row_id, line: int) -> int:
     return (zlib.crc32(text) << 31) ^ zlib.adler32(text)      # two C checksums: ~0.1 us
 
 
+def is_pass_at_k_sample(row: dict) -> bool:
+    """Whether a row counts as one of its task's samples for pass@k: `rlvr eval` writes a
+    `kind: greedy` row per task beside the n sampled ones, and the greedy completion is not one
+    of the n samples the estimator assumes (counting it would bias pass@k towards greedy)."""
+    return row.get("kind") != "greedy"
+
+
 def solved_flags(statuses, scores) -> bytes:
     """One byte per row: 1 when the row solved its task (status ok and score >= 1, the same
     rule as `rlvr eval`), else 0."""
@@ -89,7 +96,7 @@ class ScoreSummary:
     solved: bytearray = field(default_factory=bytearray)          # per row, 1 = correct
 
     def add(self, status: str, score: float | None, latency: float, line: int, row_id,
-            reason: str | None = None, counts=None) -> None:
+            reason: str | None = None, counts=None, sample: bool = True) -> None:
         self.rows += 1
         self.by_status[status] += 1
         if status not in UNSCORED and score is not None:
@@ -99,8 +106,9 @@ class ScoreSummary:
             self.failures[failure_key(status, reason)] += 1
         self.latencies.append(latency)
         _keep_slowest(self.slowest, (latency, line, str(row_id)))
-        self.task_keys.append(task_key(row_id, line))
-        self.solved += solved_flags((status,), (score,))
+        if sample:
+            self.task_keys.append(task_key(row_id, line))
+            self.solved += solved_flags((status,), (score,))
         add_counts(self.counts, counts or {})
 
     def merge(self, part) -> None:
