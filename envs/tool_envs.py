@@ -16,7 +16,7 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rlvr.core import Task
+from rlvr.core import BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.verifiers.code import CodeTests, extract_code
 from rlvr.verifiers.format import ThinkFormat
@@ -28,7 +28,7 @@ from .base import ProceduralSource, RowSource
 from .code import CodeEnvironment
 from .multiturn import Episode, MultiTurnEnvironment, Reply, ToolEnvironment
 
-__all__ = ["BigArithmeticSource", "tool_arithmetic", "math_python", "code_feedback",
+__all__ = ["BigArithmeticSource", "ToolCallRan", "tool_arithmetic", "math_python", "code_feedback",
            "CodeFeedbackEnvironment", "attempt_feedback"]
 
 CALC_SYSTEM = (
@@ -81,22 +81,56 @@ class BigArithmeticSource(ProceduralSource):
                     {"question": question, "expression": expr})
 
 
+class ToolCallRan(BaseReward):
+    """1.0 when the episode made a tool call that ran (well-formed, a known tool, valid
+    arguments, no error), else 0.0 -- a shaping term for *using* the tool, beside the accuracy
+    reward, like R1-Zero's format reward beside its accuracy reward (DeepSeek-R1, 2025, §2.2.2).
+
+    It says nothing about the answer: a call on the wrong numbers earns it too, so its weight
+    must stay below accuracy's. Read from the transcript (tool messages that are not
+    `Error: ...`), so `rlvr score` on a `messages` row gives the trainer's verdict."""
+    name = "tool_call"
+
+    def _score(self, task: Task, completion: Completion) -> Verdict:
+        results = [m for m in getattr(completion, "messages", None) or []
+                   if m.get("role") == "tool"]
+        ran = sum(not str(m.get("content") or "").startswith("Error:") for m in results)
+        return Verdict(float(ran > 0), extracted=ran,
+                       reason=f"{ran} of {len(results)} tool calls ran")
+
+
+def gold_episode(task: Task) -> Episode:
+    """The episode a perfect policy plays: one calculator call, then `Answer: N`."""
+    from .multiturn import episode_from_messages
+    call = {"type": "function", "function": {"name": "calculator",
+                                             "arguments": {"expression": task.metadata["expression"]}}}
+    return episode_from_messages([
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "name": "calculator", "content": task.answer},
+        {"role": "assistant", "content": f"Answer: {task.answer}"}])[1]
+
+
 @register_env("tool-arithmetic")
 def tool_arithmetic(digits: int = 4, ops: str = "*", max_turns: int = 3, max_tokens: int = 256,
-                    tool_deadline_s: float = 5.0, few_shot: bool = True) -> ToolEnvironment:
+                    tool_deadline_s: float = 5.0, few_shot: bool = True,
+                    call_reward: float = 0.0) -> ToolEnvironment:
     """Big-number arithmetic with a `calculator` tool; exact match on the final number.
-    `few_shot` shows one worked tool exchange before the question.
+    `few_shot` shows one worked tool exchange before the question; `call_reward` > 0 adds
+    `ToolCallRan` with that weight (shaping; the accuracy component is logged on its own).
 
     >>> env = tool_arithmetic()
     >>> task = env.get_task("tool-arithmetic/train/0/0")
     >>> env.reward.score(task, env.gold(task)).score
     1.0
     """
+    if not 0.0 <= call_reward < 1.0:
+        raise ValueError(f"call_reward must be in [0, 1) (below accuracy's weight 1), got "
+                         f"{call_reward}")
     parser = ThinkParser()
     return ToolEnvironment(
         name="tool-arithmetic", source=BigArithmeticSource(digits, ops, few_shot=few_shot), version="1",
-        parser=parser, rewards=[(NumericMatch(parser), 1.0)],
-        gold=lambda t: f"Answer: {t.answer}",
+        parser=parser, rewards=[(NumericMatch(parser), 1.0), (ToolCallRan(), call_reward)],
+        gold=gold_episode,
         description="Arithmetic on big numbers with a calculator tool (multi-turn).",
         max_turns=max_turns, max_tokens=max_tokens,
         toolbox=Toolbox([calculator], deadline_s=tool_deadline_s))

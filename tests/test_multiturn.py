@@ -269,3 +269,62 @@ def test_env_token_ids_refuse_a_template_that_rewrites_history(tok):
     with pytest.raises(ValueError, match="not prefix-preserving"):
         env_token_ids(Rewriting(), [{"role": "user", "content": "q"}],
                       [{"role": "tool", "content": "1"}], None, True)
+
+
+# --------------------------------------------------------------------------- later-turn sampler
+
+def _conversations(tok, n=5):
+    """Contexts like turn 2's: a long shared prompt, then each episode's own tokens."""
+    base = tok("system: be brief. " * 6, add_special_tokens=False).input_ids
+    return [base + tok(f"user: {'ab' * k} q{k}", add_special_tokens=False).input_ids
+            for k in range(n)]
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_later_turns_sample_as_if_each_context_were_prefilled_alone(tiny, tok, greedy):
+    """The common-prefix sampler (prefix prefilled once) gives the tokens the per-context
+    sampler gives: same positions and attention, so the same logits and, seeded, the same draws."""
+    from rlvr.trainer.episodes import common_prefix_len, sample_continuations
+    from rlvr.trainer.models import load_policy
+    from rlvr.trainer.rollout import sample_shared_prefix
+    model = load_policy(tiny, "float32", torch.device("cpu"))
+    contexts = _conversations(tok)
+    assert common_prefix_len(contexts) > 20
+    seeds = [11, 12, 13, 14, 15]
+    eos = {tok.eos_token_id}
+    shared = sample_continuations(model, contexts, 24, eos, tok.pad_token_id, greedy=greedy,
+                                  seeds=seeds)
+    alone = [sample_shared_prefix(model, [c], 1, 24, eos, tok.pad_token_id, greedy=greedy,
+                                  seeds=[s])[0] for c, s in zip(contexts, seeds)]
+    assert shared == alone
+    assert len({tuple(s) for s in shared}) > 1          # the rows really differ
+
+
+def test_later_turn_prefill_gives_each_contexts_own_logits(tiny, tok):
+    """Prefix run once, suffixes after it: the next-token logits of every row are those of the
+    context run alone (a wrong position offset moves them by ~1e-3 on this model)."""
+    from rlvr.trainer.episodes import prefill_contexts
+    from rlvr.trainer.models import load_policy
+    model = load_policy(tiny, "float32", torch.device("cpu"))
+    contexts = _conversations(tok)
+    _, logits, attn = prefill_contexts(model, contexts, tok.pad_token_id)
+    with torch.no_grad():
+        alone = torch.stack([model(input_ids=torch.tensor([c])).logits[0, -1] for c in contexts])
+    assert torch.allclose(logits, alone, atol=1e-5, rtol=0)
+    assert attn.sum(-1).tolist() == [len(c) for c in contexts]
+
+
+def test_common_prefix_sampler_handles_no_shared_prefix_and_identical_contexts(tiny, tok):
+    from rlvr.trainer.episodes import common_prefix_len, sample_continuations
+    from rlvr.trainer.models import load_policy
+    from rlvr.trainer.rollout import sample_shared_prefix
+    model = load_policy(tiny, "float32", torch.device("cpu"))
+    a, b = tok("xyz abc", add_special_tokens=False).input_ids, \
+        tok("abc xyz", add_special_tokens=False).input_ids
+    assert common_prefix_len([a, b]) == 0 and common_prefix_len([a, a]) == len(a)
+    eos = {tok.eos_token_id}
+    for contexts in ([a, b], [a, a]):
+        got = sample_continuations(model, contexts, 8, eos, tok.pad_token_id, greedy=True)
+        want = [sample_shared_prefix(model, [c], 1, 8, eos, tok.pad_token_id, greedy=True)[0]
+                for c in contexts]
+        assert got == want

@@ -97,3 +97,34 @@ def test_math_python_runs_code_in_the_sandbox_statelessly(tok, pool):
     assert "[stdout truncated, 5001 chars]" in tools[2] and len(tools[2]) < 1100
     assert e.tool_calls == 3 and e.turns == 4 and e.end_reason == "stop"
     assert env.reward.score(task, e).score == 1.0
+
+
+def test_tool_arithmetic_call_reward_is_a_separate_shaping_component(tok, pool):
+    """call_reward adds ToolCallRan: a call that ran earns it (right answer or not), a malformed
+    or missing call does not; accuracy stays its own component, and a transcript re-scored
+    offline gets the trainer's verdicts."""
+    from rlvr.envs.multiturn import episode_from_row, transcript
+    from test_multiturn import calc_script, episode_part
+    env = load_env("tool-arithmetic", call_reward=0.25)
+    env.toolbox.pool = pool
+
+    def script(ctx, row):
+        if row == 2:
+            return "Answer: 12"                                    # no call
+        if row == 3 and "tool: " not in episode_part(ctx):
+            return '<tool_call>{"name": "calculator", "arguments": {"expression": "1 +'  # cut
+        if row == 1 and "tool: " in episode_part(ctx):
+            return "Answer: 12"                                    # called, then wrong
+        return calc_script(ctx, row)
+    r = run_episodes(ScriptedEngine(tok, script), env, tok, env.sample(1), 4, 200)
+    verdicts = env.reward.score_batch(r.tasks, r.completions)
+    assert [v.components for v in verdicts] == [
+        {"numeric_match": 1.0, "tool_call": 1.0}, {"numeric_match": 0.0, "tool_call": 1.0},
+        {"numeric_match": 0.0, "tool_call": 0.0}, {"numeric_match": 0.0, "tool_call": 0.0}]
+    assert [v.score for v in verdicts] == [1.25, 0.25, 0.0, 0.0]
+    offline = [env.reward.score(*episode_from_row(env, {"id": t.id, "messages": transcript(t, e)}))
+               for t, e in zip(r.tasks, r.completions)]
+    assert [v.score for v in offline] == [v.score for v in verdicts]
+    assert load_env("tool-arithmetic").reward.score(r.tasks[1], r.completions[1]).score == 0.0
+    with pytest.raises(ValueError, match="call_reward"):
+        load_env("tool-arithmetic", call_reward=1.0)

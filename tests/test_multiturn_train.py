@@ -123,3 +123,19 @@ def test_multiturn_resume_is_exact(tiny_model, tmp_path):
     assert [r["step"] for r in b] == [1, 2, 3]
     assert stable(a[2]) == stable(b[2]) and a[2]["turns/mean"] == 3
     assert read_jsonl(full / "samples.jsonl")[-1] == read_jsonl(part / "samples.jsonl")[-1]
+
+
+def test_a_multiturn_run_plots_its_tool_use_and_a_single_turn_run_does_not(tmp_path):
+    from rlvr.trainer.plots import plot_run
+    rows = [{"step": s, "reward": 0.1 * s, "tool_calls/mean": 0.5 + 0.1 * s,
+             "tool_calls/error_rate": 0.5 - 0.05 * s, "turns/mean": 1.5} for s in range(1, 6)]
+    for name, keep in (("multi", None), ("single", {"step", "reward"})):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "metrics.jsonl").write_text("".join(
+            json.dumps({k: v for k, v in r.items() if keep is None or k in keep}) + "\n"
+            for r in rows))
+        report = plot_run(run)
+        names = {p.name for p in report.files}
+        assert ("tool_use.png" in names) == (keep is None), names
+        assert not any("tool_use" in n for n in report.notes)

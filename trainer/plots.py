@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Series", "Panel", "PANELS", "RunData", "PlotReport", "load_run", "smooth", "y_range",
+__all__ = ["Series", "Panel", "PANELS", "EPISODE_PANELS", "RunData", "PlotReport", "load_run", "smooth", "y_range",
            "plot_run", "compare_runs"]
 
 
@@ -71,6 +71,15 @@ PANELS: tuple[Panel, ...] = (
           (Series(r"(pass@\d+)", pattern=True),
            Series("think/well_formed_rate", "think well-formed")),
           source="eval.jsonl", unit_interval=True),
+)
+
+# Multi-turn episodes (docs/multiturn.md): drawn only for runs that logged these metrics, with no
+# note for the single-turn runs that have none.
+EPISODE_PANELS: tuple[Panel, ...] = (
+    Panel("tool_use", "Tool use per episode", "per episode / share of calls",
+          (Series("tool_calls/mean", "tool calls per episode"),
+           Series("tool_calls/error_rate", "share of calls that failed"),
+           Series("turns/mean", "turns per episode"))),
 )
 
 
@@ -240,14 +249,14 @@ def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
     out_dir.mkdir(parents=True, exist_ok=True)
     report = PlotReport(notes=[n for run in runs for n in run.notes])
     present = []
-    for panel in PANELS:
+    for panel in (*PANELS, *EPISODE_PANELS):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if _draw(ax, panel, runs):
             fig.tight_layout()
             fig.savefig(out_dir / f"{panel.name}.png", dpi=110)
             report.files.append(out_dir / f"{panel.name}.png")
             present.append(panel)
-        else:
+        elif panel not in EPISODE_PANELS:
             wanted = ", ".join(s.metric for s in panel.series)
             report.notes.append(f"skipped '{panel.name}' ({panel.title}): no {wanted} "
                                 f"in {panel.source}")

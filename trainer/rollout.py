@@ -249,16 +249,26 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
                 use_cache=True, logits_to_keep=1)
     cache = returned_cache(out)
     cache.batch_repeat_interleave(G)
-    cache_kw = cache_kwarg(model)
     logits = out.logits[:, -1].repeat_interleave(G, 0)
     attn = attn.repeat_interleave(G, 0)
-    pos = attn.sum(-1)
+    return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
+                         top_p, greedy, [row // G for row in range(len(prompts) * G)], gens)
+
+
+def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
+                  temperature: float, top_p: float, greedy: bool, group_of: list[int],
+                  gens: list | None) -> list[list[int]]:
+    """Sample up to `max_new` tokens per row from prefilled state (`logits` [B, V] of each
+    row's last position, its `cache`, 2-D `attn` mask and next position `pos`); a row that
+    emits EOS leaves the batch at once. Row i samples from gens[group_of[i]]."""
+    device = logits.device
+    cache_kw = cache_kwarg(model)
     # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
     # is the only synchronisation (GPU kernels queue ahead otherwise).
-    active = list(range(len(prompts) * G))
+    active = list(range(logits.size(0)))
     seqs: list[list[int]] = [[] for _ in active]
     for t in range(max_new):
-        tok = _pick(logits, temperature, top_p, greedy, [row // G for row in active], gens)
+        tok = _pick(logits, temperature, top_p, greedy, [group_of[row] for row in active], gens)
         toks = tok.tolist()
         for row, tk in zip(active, toks):
             seqs[row].append(tk)
