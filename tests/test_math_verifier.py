@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import threading
 import time
 from collections import Counter
@@ -121,8 +122,30 @@ def test_pool_and_inline_give_the_same_verdicts(fixture_verdicts):
 # --------------------------------------------------------------------------- deadlines
 
 def _assert_timeout(verdict, elapsed, deadline):
-    assert verdict.status == "timeout" and verdict.score == 0.0, verdict
+    # the policy wrote the answer that cannot be compared in time: it owns a 0, not a `timeout`
+    # that training would leave out
+    assert (verdict.status, verdict.score) == ("ok", 0.0), verdict
+    assert "answer too costly to compare" in verdict.reason
     assert elapsed < deadline + 8          # the deadline, plus killing and respawning a worker
+
+
+def test_inline_comparisons_have_their_own_deadline():
+    """Inline (as inside a scoring pool's worker, which runs rows in its main thread): a slow
+    comparison is stopped at `deadline_s` and scored 0 before the worker's outer deadline --
+    derived from `max_verify_s` -- could call the whole row a `timeout`."""
+    from rlvr.pooled_reward import derive_deadline
+    reward = MathReward(symbolic="inline", deadline_s=1.0)
+    assert derive_deadline(reward, None) > reward.max_verify_s == 1.0
+    outer_handler, outer_left = signal.getsignal(signal.SIGALRM), \
+        signal.getitimer(signal.ITIMER_REAL)[0]
+    t0 = time.monotonic()
+    v = reward.score(Task("slow", answer="5"), SLOW)
+    _assert_timeout(v, time.monotonic() - t0, 1.0)
+    # an outer timer (pytest-timeout's, when it uses signals) is put back, re-armed
+    assert signal.getsignal(signal.SIGALRM) == outer_handler
+    assert (signal.getitimer(signal.ITIMER_REAL)[0] > 0) == (outer_left > 0)
+    ok = reward.score(Task("after", answer="2\\sqrt{2}"), r"\boxed{\sqrt{8}}")
+    assert (ok.score, ok.status) == (1.0, "ok")
 
 
 def test_timeout_from_a_thread(pool):

@@ -7,18 +7,23 @@ Layers, cheapest first (docs/math.md has the policy and the numbers):
 2. the fast path (`compare.decide` without sympy): exact text, plain numbers, text answers,
    multiple-choice letters, structure (hedges, incomplete lists) -- most verdicts end here;
 3. the symbolic path (`symbolic.item_equal`: latex2sympy2 + sympy) for what is left, sent to the
-   rlvr worker pool with a hard deadline per comparison, so a pathological answer becomes a
-   `timeout` verdict from any thread, from asyncio or from inside another pool's worker.
+   rlvr worker pool with a hard deadline per comparison (from any thread, from asyncio), or
+   inline under a CPU-timer deadline inside another pool's worker. An answer that cannot be
+   compared within the deadline is the policy's doing (the gold is trusted and cheap): it is
+   wrong (`ok`, score 0, "answer too costly to compare"), never a `timeout` that training skips.
 """
 from __future__ import annotations
 
 import functools
 import re
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Sequence
 
-from rlvr.core import (ERROR, GOLD_UNPARSEABLE, INFRA_ERROR, OK, TIMEOUT, UNPARSED, BaseReward,
+from rlvr.core import (ERROR, GOLD_UNPARSEABLE, INFRA_ERROR, OK, UNPARSED, BaseReward,
                        Completion, Task, Verdict, as_completion)
 from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 
@@ -110,12 +115,69 @@ def symbolic_job(_ctx, item) -> Decision:
     return d
 
 
+class _TooSlow(BaseException):
+    """Raised by the inline deadline's timer inside a symbolic comparison; a BaseException (like
+    KeyboardInterrupt), so the libraries' `except Exception:` fallbacks do not swallow it."""
+
+
+@contextmanager
+def _inline_deadline(seconds: float):
+    """Interrupt inline symbolic work after `seconds` of wall time with a SIGALRM timer.
+
+    Only in a process's main thread (a pool worker's case); elsewhere it does nothing and the
+    caller's deadline applies. An outer Python-level SIGALRM timer (pytest-timeout, a caller's
+    own) is saved and re-armed with its remaining time; one that fires sooner is left alone.
+    Hand-written because the libraries for this (timeout-decorator, func-timeout) either
+    clobber an existing timer or leave the work running in a thread."""
+    outer = signal.getsignal(signal.SIGALRM) if _in_main_thread() else None
+    remaining, interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer is None or (remaining and remaining <= seconds):
+        yield                  # not ours to set (another thread, a C-level handler), or moot
+        return
+
+    def expire(_signum, _frame):
+        raise _TooSlow
+    start = time.monotonic()
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)    # re-fires until the work stops
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, outer)
+        if remaining:
+            left = max(remaining - (time.monotonic() - start), 1e-3)
+            signal.setitimer(signal.ITIMER_REAL, left, interval)
+
+
+@functools.lru_cache(maxsize=1)
+def _warm_symbolic() -> None:
+    """Import the symbolic stack and run one comparison, outside any deadline: a first call
+    spends seconds importing sympy and the LaTeX parser, which is neither the answer's cost nor
+    safe to interrupt (a half-run import leaves modules broken)."""
+    from latex2sympy2_extended.math_normalization import NormalizationConfig  # noqa: F401
+    from math_verify import verify  # noqa: F401
+    from .symbolic import item_equal
+    item_equal("2\\sqrt{2}", "\\sqrt{8}")
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def too_costly(text: str, deadline_s: float) -> Verdict:
+    """The verdict on an answer no comparison finished within the deadline: wrong, and why."""
+    return Verdict(0.0, OK, text, f"answer too costly to compare: no verdict within "
+                                  f"{deadline_s:g}s")
+
+
 class MathReward(BaseReward):
     r"""1.0 when the completion's final answer equals the gold answer (policy: docs/math.md).
 
     `symbolic`: where the sympy comparisons run -- 'pool' (the rlvr worker pool, hard
-    `deadline_s` per comparison), 'inline' (this process: only where something else enforces
-    deadlines, e.g. inside a pool worker), or 'auto' (inline inside an rlvr worker, else pool).
+    `deadline_s` per comparison), 'inline' (this process: `deadline_s` enforced by a timer in
+    a main thread, by the caller elsewhere, e.g. a pool worker's deadline), or 'auto' (inline
+    inside an rlvr worker, else pool). A comparison past `deadline_s` is a wrong answer.
 
     >>> from rlvr import Task
     >>> r = MathReward()
@@ -137,6 +199,12 @@ class MathReward(BaseReward):
         self.symbolic = symbolic
         self._pool = pool
         self.name = name
+
+    @property
+    def max_verify_s(self) -> float:
+        """At most one symbolic comparison per completion, each bounded by `deadline_s`: what
+        an outer deadline (a scoring pool's) must leave room for."""
+        return self.deadline_s
 
     def __getstate__(self):            # pools hold locks and pipes: rebuilt where unpickled
         state = dict(self.__dict__)
@@ -204,9 +272,14 @@ class MathReward(BaseReward):
         jobs = [(gold, pred) for _, gold, pred, _ in pending]
         inline = self.symbolic == "inline" or (self.symbolic == "auto" and in_pool_worker())
         if inline:
+            _warm_symbolic()
             for (i, _, _, text), job in zip(pending, jobs):
                 try:
-                    out[i] = _to_verdict(symbolic_job(None, job), text)
+                    with _inline_deadline(self.deadline_s):
+                        decision = symbolic_job(None, job)
+                    out[i] = _to_verdict(decision, text)
+                except _TooSlow:
+                    out[i] = too_costly(text, self.deadline_s)
                 except Exception as exc:
                     out[i] = Verdict(0.0, ERROR, text, f"{type(exc).__name__}: {exc}")
                 out[i].latency_s = time.perf_counter() - starts[i]
@@ -217,7 +290,7 @@ class MathReward(BaseReward):
             if o.status == "ok":
                 out[i] = _to_verdict(o.value, text)
             elif o.status == "timeout":
-                out[i] = Verdict(0.0, TIMEOUT, text, f"no verdict within {self.deadline_s:g}s")
+                out[i] = too_costly(text, self.deadline_s)
             else:           # a worker that died on this call, or a pool that cannot start
                 status = INFRA_ERROR if o.status == "infra_error" else ERROR
                 out[i] = Verdict(0.0, status, text, o.error)
