@@ -87,7 +87,8 @@ class ToolCallRan(BaseReward):
     reward, like R1-Zero's format reward beside its accuracy reward (DeepSeek-R1, 2025, §2.2.2).
 
     It says nothing about the answer: a call on the wrong numbers earns it too, so its weight
-    must stay below accuracy's. Read from the transcript (tool messages that are not
+    must stay below accuracy's (which also keeps `score >= 1` meaning "right" for pass@k).
+    Read from the transcript (tool messages that are not
     `Error: ...`), so `rlvr score` on a `messages` row gives the trainer's verdict."""
     name = "tool_call"
 
@@ -102,8 +103,8 @@ class ToolCallRan(BaseReward):
 def gold_episode(task: Task) -> Episode:
     """The episode a perfect policy plays: one calculator call, then `Answer: N`."""
     from .multiturn import episode_from_messages
-    call = {"type": "function", "function": {"name": "calculator",
-                                             "arguments": {"expression": task.metadata["expression"]}}}
+    args = {"expression": task.metadata["expression"]}
+    call = {"type": "function", "function": {"name": "calculator", "arguments": args}}
     return episode_from_messages([
         {"role": "assistant", "content": "", "tool_calls": [call]},
         {"role": "tool", "name": "calculator", "content": task.answer},

@@ -26,9 +26,9 @@ from rlvr.verifiers.tools import ToolCall, parse_tool_calls
 from .prompts import tool_prompt
 from .rollout import Rollout
 
-__all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "overlong_lengths", "episode_metrics", "tool_prompt", "env_token_ids",
-           "parse_turn", "episode_sample", "sample_continuations",
-           "prefill_contexts", "common_prefix_len"]
+__all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "overlong_lengths",
+           "episode_metrics", "tool_prompt", "env_token_ids", "parse_turn", "episode_sample",
+           "sample_continuations", "prefill_contexts", "common_prefix_len"]
 
 _SENTINEL = "\x00rlvr-turn-end\x00"
 # Tool instructions for chat templates that do not render `tools` themselves: the Hermes

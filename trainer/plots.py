@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Series", "Panel", "PANELS", "EPISODE_PANELS", "RunData", "PlotReport", "load_run", "smooth", "y_range",
-           "plot_run", "compare_runs"]
+__all__ = ["Series", "Panel", "PANELS", "EPISODE_PANELS", "RunData", "PlotReport", "load_run",
+           "smooth", "y_range", "plot_run", "compare_runs"]
 
 
 @dataclass(frozen=True)
