@@ -1,0 +1,410 @@
+r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same task and settings.
+
+    .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0,1,2            # full (~12-15 min a seed)
+    .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0 --steps 2 --eval-at 2 --test 20 --out /tmp/smoke
+    .venv/bin/python benchmarks/learning_vs_trl.py --summary                # table of what is saved
+
+Task (issue 18, "Side by side with TRL"): two-digit additions a + b (a, b in 10..99), the chat
+prompt 'What is a + b? Put the final answer in \boxed{}.' (SmolLM2's chat template, its default
+system turn included, generation prompt added), 512 training pairs and 200 held-out pairs (fixed,
+disjoint, the same for every seed). Reward: rlvr's MathReward (docs/math.md: the last \boxed{} when
+there is one, else the stated final answer) equal to a + b -- one reward object, called by both
+trainers (TRL through a reward function), so the two score identical completions identically.
+This is the scorer that reproduces the issue's 12% start (the base model's greedy answers: 8 of
+the first 60 held-out pairs); a boxed-only check (TRL's `accuracy_reward`, or the last \boxed{}
+as an integer) gives the base model 0% -- only 3.5% of its greedy answers use \boxed{} -- and at
+T = 1 almost no group with a right answer to learn from.
+
+Settings shared by both (each named in both configs below): SmolLM2-135M-Instruct in float32 on
+CPU, 8 prompts x 8 completions x <= 64 tokens per step, one optimizer step per rollout (8
+micro-batches of 8, gradients accumulated: the same gradient as one batch, checked; 8 rather than
+4 micro-batches because TRL without activation checkpointing peaked above 8 GiB and was killed
+for memory on the shared machine), lr 1e-5 constant, AdamW (0.9, 0.999, eps 1e-8, no
+weight decay), gradient-norm clip 1.0, T = 1.0 with no top-k / top-p / repetition penalty, beta 0,
+group-std advantages (unbiased std, eps 1e-4), token-ratio clip 0.2, token-mean loss over the
+whole batch (rlvr `token_mean`, TRL `loss_type="dapo"`), no activation checkpointing. The prompts
+of step k are the same in both: TRL's dataset is rlvr's seeded prompt stream in order, unshuffled.
+TRL settings that differ from its defaults for this: `lr_scheduler_type="constant"` (default:
+linear decay to 0 over max_steps; rlvr has no decay), `gradient_checkpointing=False` (default
+True; rlvr's default is off; it only costs time), `bf16=False` (CPU float32 like rlvr).
+
+Each seed runs rlvr and TRL side by side, two processes with one thread each, so the machine's
+load hits both alike. Each process evaluates its own policy greedily on the 200 held-out pairs at
+the `--eval-at` step counts with the same code (`held_out_accuracy`: the policy's weights copied
+into a separate eval-mode model, greedy decoding with rlvr's shared-prefix sampler -- tested equal
+to transformers' greedy `generate`); evaluation time is excluded from training time. Results are
+one JSON per (seed, trainer) under --out, so an interrupted series resumes.
+
+Time to accuracy: the training wall time at which rlvr's held-out accuracy first reaches TRL's
+final (step `--steps`) accuracy, linearly interpolated between evaluation points, over TRL's time
+for its `--steps` steps. rlvr may run more steps than TRL (`--rlvr-steps`) so that it can get
+there if it learns less per step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "results" / "learning_vs_trl"
+ENV_NAME = "bench-add2-boxed"
+PROMPT = "What is {a} + {b}? Put the final answer in \\boxed{{}}."
+
+
+# --- the task ---------------------------------------------------------------------------------
+def addition_pairs(n_train: int = 512, n_test: int = 200, data_seed: int = 0):
+    """Disjoint train/test lists of (a, b), a, b in 10..99; fixed for every training seed."""
+    pairs = [(a, b) for a in range(10, 100) for b in range(10, 100)]
+    random.Random(f"add2/{data_seed}").shuffle(pairs)
+    return pairs[:n_train], pairs[n_train:n_train + n_test]
+
+
+def _register_env() -> None:
+    from rlvr.core import Task
+    from rlvr.envs.base import Environment, RowSource
+    from rlvr.envs.registry import register_env
+    from rlvr.verifiers.math import MathReward
+    from rlvr.verifiers.parser import ThinkParser
+
+    def make_tasks(split, pairs):
+        return [Task(id=f"add2/{split}/{i}", answer=str(a + b),
+                     prompt=[{"role": "user", "content": PROMPT.format(a=a, b=b)}])
+                for i, (a, b) in enumerate(pairs)]
+
+    @register_env(ENV_NAME, replace=True)
+    def add2(n_train: int = 512, n_test: int = 200) -> Environment:
+        """Two-digit additions with a \\boxed{} answer (benchmarks/learning_vs_trl.py)."""
+        train, test = addition_pairs(n_train, n_test)
+        return Environment(name=ENV_NAME, source=RowSource({"train": make_tasks("train", train),
+                                                            "test": make_tasks("test", test)}),
+                           rewards=[(MathReward(ThinkParser(), symbolic="inline"), 1.0)],
+                           gold=lambda t: f"The answer is \\boxed{{{t.answer}}}.")
+
+
+# --- the shared evaluation ----------------------------------------------------------------------
+class HeldOut:
+    """Greedy accuracy on the held-out pairs, the same code for both trainers: the policy's
+    weights are copied into one eval-mode model (so neither trainer's training-mode state, KV
+    cache settings or checkpointing wrappers touch decoding)."""
+
+    def __init__(self, model_path: str, env, n_test: int, tokens: int):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        self.env, self.tokens = env, tokens
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+        self.tasks = env.sample(n_test, "test")
+
+    def __call__(self, policy) -> dict:
+        import torch
+        from rlvr.trainer.rollout import generate, score
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            self.model.load_state_dict(policy.state_dict())
+        r = score(self.env, generate(self.model, self.tokenizer, self.tasks, 1, self.tokens,
+                                     greedy=True, share_prefix=True))
+        from rlvr.verifiers.parser import last_boxed
+        right = sum(v.score >= 1.0 for v in r.verdicts)
+        boxed = sum(last_boxed(c.text) is not None for c in r.completions)
+        return {"accuracy": right / len(self.tasks), "right": right,
+                "boxed_rate": boxed / len(self.tasks),
+                "eval_s": time.perf_counter() - t0}
+
+
+# --- one trainer, one seed (a child process) --------------------------------------------------
+def run_rlvr(a, env, held_out) -> dict:
+    from rlvr.trainer import TrainConfig, Trainer
+    cfg = TrainConfig.from_preset(
+        "grpo", model=a.model, env=ENV_NAME, env_kwargs={"n_test": a.test}, seed=a.seed,
+        steps=a.rlvr_steps, prompts_per_step=a.prompts, group_size=a.group,
+        max_completion_length=a.tokens, temperature=1.0, top_p=1.0, lr=a.lr, beta=0.0,
+        scale_rewards="group", loss_aggregation="token_mean", clip_eps_low=0.2, clip_eps_high=0.2,
+        inner_steps=1, micro_batch_size=a.prompts * a.group // a.micro_batches, max_grad_norm=1.0,
+        weight_decay=0.0, adam_betas=(0.9, 0.999), warmup_steps=0, reward_deadline_s=0,
+        output_dir=f"/tmp/rlvr-bench/learning-rlvr-{a.seed}", checkpoint_every=0,
+        tensorboard=False, progress=False, log_completions=0)
+    tr = Trainer(cfg)
+    drawn, take = [], tr.stream.take
+    tr.stream.take = lambda n: drawn.append(take(n)) or drawn[-1]    # record each step's prompts
+    curve, steps, train_s, train_cpu = [], [], 0.0, 0.0
+    evals = sorted(set(a.eval_at) | set(a.rlvr_eval_extra))
+    for k in range(1, cfg.steps + 1):
+        t0, c0 = time.perf_counter(), time.process_time()
+        m, _ = tr.train_step()
+        tr.step += 1
+        train_s += time.perf_counter() - t0
+        train_cpu += time.process_time() - c0
+        steps.append({"step": k, "train_s": train_s, "train_cpu_s": train_cpu, "reward": m["reward"],
+                      "prompts": sorted({t.id for t in drawn[-1]}),
+                      "grad_norm": m["grad_norm"], "loss": m["loss"]})
+        if k in evals:
+            curve.append({"step": k, "train_s": train_s, "train_cpu_s": train_cpu,
+                          **held_out(tr.policy)})
+            print(f"rlvr seed {a.seed} step {k}: {curve[-1]}", file=sys.stderr, flush=True)
+    return {"curve": curve, "steps": steps, "prompt_order": [t.id for t in _stream(env, a)]}
+
+
+def _stream(env, a):
+    """The prompts rlvr's trainer draws, in order (its seeded PromptStream)."""
+    from rlvr.trainer.rollout import PromptStream
+    return PromptStream(env, a.seed).take(a.prompts * max(a.steps, a.rlvr_steps))
+
+
+def run_trl(a, env, held_out) -> dict:
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+    from rlvr.core import Completion
+    order = _stream(env, a)[:a.prompts * a.steps]
+    ds = Dataset.from_list([{"prompt": t.prompt, "task_id": t.id} for t in order])
+    seen, rewards = [], []
+
+    def env_reward(completions, task_id, **_):
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        verdicts = env.reward.score_batch([env.get_task(i) for i in task_id],
+                                          [Completion(t) for t in texts])
+        seen.append(sorted(set(task_id)))
+        scores = [v.score for v in verdicts]
+        rewards.append(sum(scores) / len(scores))
+        return scores
+
+    clock = {"start": None, "cpu0": None, "eval_s": 0.0, "eval_cpu": 0.0}
+    curve, steps = [], []
+
+    class Clock(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            clock["start"], clock["cpu0"] = time.perf_counter(), time.process_time()
+
+        def on_step_end(self, args, state, control, model=None, **kw):
+            k = state.global_step
+            train_s = time.perf_counter() - clock["start"] - clock["eval_s"]
+            train_cpu = time.process_time() - clock["cpu0"] - clock["eval_cpu"]
+            steps.append({"step": k, "train_s": train_s, "train_cpu_s": train_cpu,
+                          "reward": rewards[-1] if rewards else None})
+            if k in a.eval_at:
+                t0, c0 = time.perf_counter(), time.process_time()
+                curve.append({"step": k, "train_s": train_s, "train_cpu_s": train_cpu,
+                              **held_out(model)})
+                model.train()
+                clock["eval_s"] += time.perf_counter() - t0
+                clock["eval_cpu"] += time.process_time() - c0
+                print(f"trl seed {a.seed} step {k}: {curve[-1]}", file=sys.stderr, flush=True)
+
+    n = a.prompts * a.group
+    cfg = GRPOConfig(
+        output_dir=f"/tmp/rlvr-bench/learning-trl-{a.seed}", use_cpu=True, bf16=False,
+        seed=a.seed, shuffle_dataset=False, max_steps=a.steps, learning_rate=a.lr,
+        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, adam_beta1=0.9,
+        adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, gradient_checkpointing=False,
+        num_generations=a.group, generation_batch_size=n, per_device_train_batch_size=n // a.micro_batches,
+        gradient_accumulation_steps=a.micro_batches, num_iterations=1, max_completion_length=a.tokens,
+        temperature=1.0, top_k=0, top_p=1.0, repetition_penalty=1.0, beta=0.0, epsilon=0.2,
+        loss_type="dapo", scale_rewards="group", mask_truncated_completions=False,
+        logging_steps=1, report_to="none", save_strategy="no", disable_tqdm=True)
+    tok = AutoTokenizer.from_pretrained(a.model)
+    model = AutoModelForCausalLM.from_pretrained(a.model)
+    trainer = GRPOTrainer(model=model, reward_funcs=env_reward, args=cfg, train_dataset=ds,
+                          processing_class=tok, callbacks=[Clock()])
+    trainer.train()
+    for s, ids in zip(steps, seen):
+        s["prompts"] = ids
+    return {"curve": curve, "steps": steps, "prompt_order": [t.id for t in order]}
+
+
+def child(a) -> None:
+    import torch
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    import rlvr
+    _register_env()
+    env = rlvr.load_env(ENV_NAME, n_test=a.test)
+    held_out = HeldOut(a.model, env, a.test, a.tokens)
+    if a.run == "base":      # step 0: the same base model for every seed and both trainers
+        from transformers import AutoModelForCausalLM
+        print("RESULT " + json.dumps(held_out(AutoModelForCausalLM.from_pretrained(a.model))))
+        return
+    t0, load0 = time.perf_counter(), os.getloadavg()[0]
+    out = {"rlvr": run_rlvr, "trl": run_trl}[a.run](a, env, held_out)
+    out.update(who=a.run, seed=a.seed, process_s=time.perf_counter() - t0,
+               cpu_s=time.process_time(), load_start=load0, load_end=os.getloadavg()[0],
+               date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    path = a.out / f"seed{a.seed}-{a.run}.json"     # written by the run itself: resumable
+    path.with_suffix(".tmp").write_text(json.dumps(out, indent=1))
+    path.with_suffix(".tmp").rename(path)
+
+
+# --- the parent: seed pairs side by side, then the summary ----------------------------------
+def run_pair(a, seed: int) -> None:
+    """rlvr and TRL on one seed, at the same time, one thread each."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "false"}
+    procs = []
+    for who in ("rlvr", "trl"):
+        if not (a.out / f"seed{seed}-{who}.json").exists():
+            log = open(a.out / f"seed{seed}-{who}.log", "w")
+            procs.append((who, subprocess.Popen(_child_cmd(a, who, seed), stdout=log,
+                                                stderr=subprocess.STDOUT, env=env)))
+    for who, proc in procs:
+        if proc.wait() or not (a.out / f"seed{seed}-{who}.json").exists():
+            raise SystemExit(f"{who} seed {seed} failed (rc {proc.returncode}); "
+                             f"see {a.out / f'seed{seed}-{who}.log'}")
+    if procs:
+        print(f"seed {seed} done; load {os.getloadavg()}", flush=True)
+
+
+def _child_cmd(a, who: str, seed: int) -> list[str]:
+    return [sys.executable, __file__, "--run", who, "--seed", str(seed), "--model", a.model,
+            "--steps", str(a.steps), "--rlvr-steps", str(a.rlvr_steps),
+            "--eval-at", ",".join(map(str, a.eval_at)),
+            "--rlvr-eval-extra", ",".join(map(str, a.rlvr_eval_extra)),
+            "--test", str(a.test), "--prompts", str(a.prompts), "--group", str(a.group),
+            "--tokens", str(a.tokens), "--lr", str(a.lr), "--threads", str(a.threads),
+            "--micro-batches", str(a.micro_batches),
+            "--out", str(a.out)]
+
+
+def base_accuracy(a) -> None:
+    """Step 0 (the untrained model), evaluated once: it is the same for every seed and both."""
+    path = a.out / "base.json"
+    if path.exists():
+        return
+    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run(_child_cmd(a, "base", 0), capture_output=True, text=True, env=env)
+    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    if proc.returncode or not line:
+        raise SystemExit(f"base evaluation failed: {proc.stderr[-2000:]}")
+    path.write_text(line[-1][7:])
+    print(f"step 0 (base model): {line[-1][7:]}", flush=True)
+
+
+def time_to(curve: list[dict], target: float) -> float | None:
+    """Training seconds at which the accuracy curve first reaches `target` (linear between
+    evaluation points), None if it never does."""
+    prev = None
+    for p in curve:
+        if p["accuracy"] >= target:
+            if prev is None or p["accuracy"] == prev["accuracy"]:
+                return p["train_s"]
+            f = (target - prev["accuracy"]) / (p["accuracy"] - prev["accuracy"])
+            return prev["train_s"] + f * (p["train_s"] - prev["train_s"])
+        prev = p
+    return None
+
+
+def _at(curve, step):
+    return next((p for p in curve if p["step"] == step), None)
+
+
+def summary(a) -> None:
+    pairs = {}
+    for path in sorted(a.out.glob("seed*-*.json")):
+        r = json.loads(path.read_text())
+        pairs.setdefault(r["seed"], {})[r["who"]] = r
+    done = {s: p for s, p in sorted(pairs.items()) if len(p) == 2}
+    if not done:
+        print("no finished seed pair under", a.out)
+        return
+    base = a.out / "base.json"
+    if base.exists():
+        step0 = {"step": 0, "train_s": 0.0, **json.loads(base.read_text())}
+        for p in done.values():
+            for r in p.values():
+                r["curve"] = [step0] + [q for q in r["curve"] if q["step"] != 0]
+    steps = sorted({p["step"] for r in done.values() for p in r["trl"]["curve"]})
+    print("| seed | who | " + " | ".join(f"acc@{k}" for k in steps) +
+          f" | train s @{a.steps} | reward @{a.steps} | CPU s | load |")
+    print("|---" * (len(steps) + 6) + "|")
+    ratios, rows = [], {"rlvr": [], "trl": []}
+    for seed, p in done.items():
+        for who in ("rlvr", "trl"):
+            r = p[who]
+            accs = [_at(r["curve"], k) for k in steps]
+            last = next(s for s in r["steps"] if s["step"] == a.steps)
+            rows[who].append({"acc": {k: x["accuracy"] for k, x in zip(steps, accs) if x},
+                              "train_s": last["train_s"], "reward": last["reward"]})
+            print(f"| {seed} | {who} | " + " | ".join(f"{x['accuracy']:.1%}" if x else "-" for x in accs)
+                  + f" | {last['train_s']:.0f} | {last['reward']:.3f} | {r['cpu_s']:.0f} | "
+                  f"{r['load_start']:.1f}-{r['load_end']:.1f} |")
+        target = _at(p["trl"]["curve"], a.steps)["accuracy"]
+        t_trl = next(s for s in p["trl"]["steps"] if s["step"] == a.steps)["train_s"]
+        t_rlvr = time_to(p["rlvr"]["curve"], target)
+        ratios.append(None if t_rlvr is None else t_rlvr / t_trl)
+        print(f"|  | seed {seed}: rlvr reaches TRL's {target:.1%} at "
+              + (f"{t_rlvr:.0f} s = {t_rlvr / t_trl:.2f}x TRL's {t_trl:.0f} s |"
+                 if t_rlvr is not None else f"never within {a.rlvr_steps} steps |"))
+    print()
+    for k in steps:
+        both = [(x["acc"][k], y["acc"][k]) for x, y in zip(rows["rlvr"], rows["trl"])
+                if k in x["acc"] and k in y["acc"]]
+        print(f"acc@{k}: rlvr {_ms([x for x, _ in both])}  TRL {_ms([y for _, y in both])}  "
+              f"paired diff rlvr-TRL {_ms([x - y for x, y in both])}")
+    for key in ("train_s", "reward"):
+        xs = {w: [r[key] for r in rows[w]] for w in rows}
+        print(f"{key}@{a.steps}: rlvr {_ms(xs['rlvr'], pct=False)}  TRL {_ms(xs['trl'], pct=False)}")
+    def mean_curve(who):     # at the steps every seed evaluated
+        common = set.intersection(*({q["step"] for q in p[who]["curve"]} for p in done.values()))
+        return [{"step": k, **{f: statistics.mean(_at(p[who]["curve"], k)[f] for p in done.values())
+                               for f in ("accuracy", "train_s")}} for k in sorted(common)]
+    trl_mean, rlvr_mean = mean_curve("trl"), mean_curve("rlvr")
+    t_trl = statistics.mean(r["train_s"] for r in rows["trl"])
+    target = _at(trl_mean, a.steps)["accuracy"]
+    t = time_to(rlvr_mean, target)
+    print(f"per-seed time-to-accuracy ratios: {[None if x is None else round(x, 2) for x in ratios]}")
+    print(f"mean curves: rlvr reaches TRL's mean final accuracy {target:.1%} at "
+          + (f"{t:.0f} s = {t / t_trl:.2f}x TRL's mean {t_trl:.0f} s (target <= 0.5x)"
+             if t is not None else f"never within {a.rlvr_steps} steps"))
+
+
+def _ms(xs, pct=True) -> str:
+    if not xs:
+        return "-"
+    m = statistics.mean(xs)
+    s = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return f"{m:.1%} +- {s:.1%} (n={len(xs)})" if pct else f"{m:.3f} +- {s:.3f} (n={len(xs)})"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ints = lambda s: [int(x) for x in s.split(",") if x != ""]
+    p.add_argument("--seeds", type=ints, default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=8, help="TRL's steps (and the target's step)")
+    p.add_argument("--rlvr-steps", type=int, default=0, help="rlvr's steps (default: --steps)")
+    p.add_argument("--eval-at", type=ints, default=[4, 8],
+                   help="steps evaluated in each run (step 0, the base model, is evaluated once)")
+    p.add_argument("--rlvr-eval-extra", type=ints, default=[], help="rlvr-only eval steps")
+    p.add_argument("--test", type=int, default=200)
+    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--group", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--micro-batches", type=int, default=8,
+                   help="gradient-accumulation micro-batches per rollout (the gradient is the same)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--summary", action="store_true", help="only print the table of saved results")
+    p.add_argument("--run", help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--model", default="", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    a.rlvr_steps = a.rlvr_steps or a.steps
+    if a.run:
+        child(a)
+        return
+    a.out.mkdir(parents=True, exist_ok=True)
+    if not a.summary:
+        from rlvr.trainer.smollm import smollm2_folder
+        a.model = smollm2_folder()
+        print(f"model {a.model}; load {os.getloadavg()}", flush=True)
+        base_accuracy(a)
+        for seed in a.seeds:
+            run_pair(a, seed)
+    summary(a)
+
+
+if __name__ == "__main__":
+    main()
