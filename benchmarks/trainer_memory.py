@@ -2,6 +2,8 @@
 
     python benchmarks/trainer_memory.py                     # the three variants, side by side
     python benchmarks/trainer_memory.py --micro-batch 64    # one micro-batch = the whole rollout
+    python benchmarks/trainer_memory.py --variants full --profile   # + peak RSS per phase
+    python benchmarks/trainer_memory.py --main-job steps=2  # scripts/r1zero.sh's job, profiled
 
 GRPO (beta = 0.04, so a reference policy is in memory) on the arithmetic environment, 8 prompts
 x 8 completions x 64 tokens, `--steps` steps (default 1); each variant runs in its own process so
@@ -30,9 +32,10 @@ VARIANTS = {
 }
 
 
-def run_variant(name: str, micro_batch: int, steps: int, out: Path) -> dict:
-    """Train two steps in this process and return the measurements."""
+def run_variant(name: str, micro_batch: int, steps: int, out: Path, profile: bool = False) -> dict:
+    """Train `steps` steps in this process and return the measurements."""
     import resource
+    prof = _profiler(profile)
 
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.loop import Trainer
@@ -52,7 +55,32 @@ def run_variant(name: str, micro_batch: int, steps: int, out: Path) -> dict:
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
             "step_s": rows[-1]["timing/step_s"], "update_s": rows[-1]["timing/update_s"],
             "generate_s": rows[-1]["timing/generate_s"], "cpu_s_per_step": cpu_s / steps,
-            "trainable_params": sum(p.numel() for p in tr.policy.parameters() if p.requires_grad)}
+            "trainable_params": sum(p.numel() for p in tr.policy.parameters() if p.requires_grad),
+            **({"phases": prof.table()} if prof else {})}
+
+
+def _profiler(on: bool):
+    """A started PhaseProfiler with the trainer instrumented, or None."""
+    if not on:
+        return None
+    sys.path.insert(0, str(Path(__file__).parent))
+    from memory_phases import PhaseProfiler
+    prof = PhaseProfiler().start()
+    prof.instrument()
+    return prof
+
+
+def run_main_job(overrides: list[str], out: Path, profile: bool = True) -> dict:
+    """scripts/r1zero.sh's job (trainer/r1zero.py, its own settings + `overrides`) in this
+    process, with its closing held-out evaluation; peak RSS per phase."""
+    import resource
+
+    from rlvr.trainer import r1zero
+    prof = _profiler(profile)
+    r1zero.run(str(out), overrides=list(overrides))
+    return {"variant": "main job " + " ".join(overrides),
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            **({"phases": prof.table()} if prof else {})}
 
 
 def main() -> None:
@@ -62,21 +90,33 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     ap.add_argument("--variant", choices=sorted(VARIANTS), help="(internal) run one variant")
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
+    ap.add_argument("--profile", action="store_true", help="peak RSS per trainer phase")
+    ap.add_argument("--main-job", nargs="*", metavar="KEY=VALUE",
+                    help="profile scripts/r1zero.sh's job instead (its overrides, e.g. steps=2)")
     args = ap.parse_args()
+    if args.main_job is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run_main_job(args.main_job, Path(tmp) / "run")
+        print(f"\n{r['variant']}: peak RSS {r['peak_rss_gib']:.2f} GiB\n{r['phases']}")
+        return
     if args.variant:
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(run_variant(args.variant, args.micro_batch, args.steps, Path(tmp))))
+            print(json.dumps(run_variant(args.variant, args.micro_batch, args.steps, Path(tmp),
+                                         args.profile)))
         return
     results = []
     for name in args.variants.split(","):
         proc = subprocess.run([sys.executable, __file__, "--variant", name, "--micro-batch",
-                               str(args.micro_batch), "--steps", str(args.steps)],
+                               str(args.micro_batch), "--steps", str(args.steps)]
+                              + (["--profile"] if args.profile else []),
                               capture_output=True, text=True,
                               env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
         if proc.returncode:
             sys.exit(f"{name} failed:\n{proc.stderr[-3000:]}")
         results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        print(json.dumps(results[-1]), flush=True)
+        print(json.dumps({k: v for k, v in results[-1].items() if k != "phases"}), flush=True)
+        if "phases" in results[-1]:
+            print(results[-1]["phases"], flush=True)
     full = results[0]
     print("\n| variant | peak RSS (GiB) | x full | step wall (s) | update (s) | CPU s/step | x full "
           "| trainable params |")

@@ -73,13 +73,16 @@ def test_bf16_small_lr_step_moves_every_weight_with_a_gradient(tiny_model, tmp_p
     tr = Trainer(config(tiny_model, tmp_path / "b", dtype="bfloat16", lr=1e-6))
     assert all(p.dtype == torch.float32 for p in tr.policy.parameters())     # master weights
     before = {n: p.detach().clone() for n, p in tr.policy.named_parameters()}
+    grads = {}          # as the optimizer saw them (update frees them after its step)
+    tr.optimizer.register_step_pre_hook(lambda *_: grads.update(
+        {n: p.grad.clone() for n, p in tr.policy.named_parameters() if p.grad is not None}))
     rollout, _ = tr.collect()
     tr.update(tr.prepare(rollout), first=True)
     moved = total = 0
     for n, p in tr.policy.named_parameters():
-        if p.grad is None:
+        if n not in grads:
             continue
-        has_grad = p.grad != 0
+        has_grad = grads[n] != 0
         moved += int(((p.detach() != before[n]) & has_grad).sum())
         total += int(has_grad.sum())
     # AdamW's first step moves each weight with a gradient by ~lr; pure bf16 weights (the old

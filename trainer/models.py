@@ -4,7 +4,8 @@ A micro-batch holds whole groups. Each group's prompt goes through the model onc
 cache is repeated over the group's G completions (the prompt is usually longer than the
 completion, so this removes most of the forward/backward cost); logits are computed only at
 positions that predict completion tokens (with a 49k vocabulary, prompt logits would be most of
-the memory), and log-probs are `gather - logsumexp`, never a second vocabulary-sized tensor.
+the memory), and log-probs are `gather - logsumexp` computed block by block
+(trainer/logprobs.py), never a second vocabulary-sized tensor.
 """
 from __future__ import annotations
 
@@ -250,9 +251,11 @@ def returned_cache(out):
     return cache
 
 
-def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> torch.Tensor:
-    """Outputs at the positions that predict each completion token: [m, C, V] logits from a
-    causal LM, or [m, C, H] last hidden states from a bare backbone (the critic)."""
+def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]:
+    """Outputs at the positions that predict each completion token, as pieces to be joined
+    along dim 1 ([m, C, V] logits from a causal LM, or [m, C, H] last hidden states from a bare
+    backbone, the critic). Pieces, not one tensor: joining vocabulary-sized logits would copy
+    them all once more."""
     G, C = mb.repeats, mb.targets.size(1)
     pick = (lambda o: o.logits) if logits else (lambda o: o.last_hidden_state)
     keep = {"logits_to_keep": 1} if logits else {}
@@ -262,14 +265,14 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> torch.Tensor:
         pos = (attn.cumsum(-1) - 1).clamp_min(0)
         keep = {"logits_to_keep": C + 1} if logits else {}
         out = pick(model(input_ids=ids, attention_mask=attn, position_ids=pos, **keep))
-        return out[:, -(C + 1):-1]
+        return [out[:, -(C + 1):-1]]
     # The prompt once per group; its last position predicts the first completion token.
     pos = (mb.prompt_mask.cumsum(-1) - 1).clamp_min(0)
     out = model(input_ids=mb.prompt_ids, attention_mask=mb.prompt_mask, position_ids=pos,
                 use_cache=True, **keep)
     first = pick(out)[:, -1:].repeat_interleave(G, 0)
     if C == 1:
-        return first
+        return [first]
     cache = returned_cache(out)
     cache.batch_repeat_interleave(G)
     pmask = mb.prompt_mask.repeat_interleave(G, 0)
@@ -278,7 +281,7 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> torch.Tensor:
     rest = model(input_ids=mb.targets[:, :-1], attention_mask=attn, position_ids=cpos,
                  use_cache=True, **{cache_kwarg(model): cache},
                  **({"logits_to_keep": C - 1} if logits else {}))
-    return torch.cat([first, pick(rest)], 1)
+    return [first, pick(rest)]
 
 
 def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
@@ -286,23 +289,26 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
     """log pi(y_t | x, y_<t) for every completion token [m, C] (and the entropy of pi there).
 
     Logits are divided by the sampling temperature: the policy being optimised is the
-    distribution the completions were drawn from (as TRL does).
+    distribution the completions were drawn from (as TRL does). The log-softmax runs block
+    by block (trainer/logprobs.py): no vocabulary-sized copy of the logits beyond the
+    model's own, in the forward or the backward.
     """
-    logits = _hidden_or_logits(model, mb, logits=True).float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    # gather - logsumexp instead of log_softmax: never materialises a second [m, C, V] tensor.
-    logp = logits.gather(-1, mb.targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
-    entropy = None
-    if with_entropy:
-        from .algorithms import entropy_from_logits
-        with torch.no_grad():
-            entropy = entropy_from_logits(logits)
+    from .logprobs import selective_log_softmax
+    pieces = _hidden_or_logits(model, mb, logits=True)
+    parts, start = [], 0
+    for logits in pieces:
+        end = start + logits.size(1)
+        parts.append(selective_log_softmax(logits, mb.targets[:, start:end], temperature,
+                                           with_entropy))
+        start = end
+    del pieces, logits
+    logp = torch.cat([lp for lp, _ in parts], 1)
+    entropy = torch.cat([e for _, e in parts], 1) if with_entropy else None
     return logp, entropy
 
 
 def completion_values(critic: ValueModel, mb: MicroBatch) -> torch.Tensor:
     """V(s_t) for the state before each completion token [m, C]: read at the position that
     predicts token t (the same alignment as the log-probs)."""
-    hidden = _hidden_or_logits(critic.backbone, mb, logits=False)
+    hidden = torch.cat(_hidden_or_logits(critic.backbone, mb, logits=False), 1)
     return critic.value_head(hidden).squeeze(-1).float()
