@@ -282,16 +282,16 @@ def base_accuracy(a) -> None:
     print(f"step 0 (base model): {line[-1][7:]}", flush=True)
 
 
-def time_to(curve: list[dict], target: float) -> float | None:
-    """Training seconds at which the accuracy curve first reaches `target` (linear between
-    evaluation points), None if it never does."""
+def time_to(curve: list[dict], target: float, key: str = "train_s") -> float | None:
+    """Training seconds (`key`: wall, or CPU with 'train_cpu_s') at which the accuracy curve
+    first reaches `target` (linear between evaluation points), None if it never does."""
     prev = None
     for p in curve:
         if p["accuracy"] >= target:
             if prev is None or p["accuracy"] == prev["accuracy"]:
-                return p["train_s"]
+                return p[key]
             f = (target - prev["accuracy"]) / (p["accuracy"] - prev["accuracy"])
-            return prev["train_s"] + f * (p["train_s"] - prev["train_s"])
+            return prev[key] + f * (p[key] - prev[key])
         prev = p
     return None
 
@@ -311,13 +311,13 @@ def summary(a) -> None:
         return
     base = a.out / "base.json"
     if base.exists():
-        step0 = {"step": 0, "train_s": 0.0, **json.loads(base.read_text())}
+        step0 = {"step": 0, "train_s": 0.0, "train_cpu_s": 0.0, **json.loads(base.read_text())}
         for p in done.values():
             for r in p.values():
                 r["curve"] = [step0] + [q for q in r["curve"] if q["step"] != 0]
     steps = sorted({p["step"] for r in done.values() for p in r["trl"]["curve"]})
     print("| seed | who | " + " | ".join(f"acc@{k}" for k in steps) +
-          f" | train s @{a.steps} | reward @{a.steps} | CPU s | load |")
+          f" | train s @{a.steps} | train CPU s @{a.steps} | reward @{a.steps} | load |")
     print("|---" * (len(steps) + 6) + "|")
     ratios, rows = [], {"rlvr": [], "trl": []}
     for seed, p in done.items():
@@ -326,16 +326,22 @@ def summary(a) -> None:
             accs = [_at(r["curve"], k) for k in steps]
             last = next(s for s in r["steps"] if s["step"] == a.steps)
             rows[who].append({"acc": {k: x["accuracy"] for k, x in zip(steps, accs) if x},
-                              "train_s": last["train_s"], "reward": last["reward"]})
+                              "train_s": last["train_s"], "reward": last["reward"],
+                              "train_cpu_s": last.get("train_cpu_s", float("nan"))})
             print(f"| {seed} | {who} | " + " | ".join(f"{x['accuracy']:.1%}" if x else "-" for x in accs)
-                  + f" | {last['train_s']:.0f} | {last['reward']:.3f} | {r['cpu_s']:.0f} | "
-                  f"{r['load_start']:.1f}-{r['load_end']:.1f} |")
+                  + f" | {last['train_s']:.0f} | {last.get('train_cpu_s', float('nan')):.0f} | "
+                  f"{last['reward']:.3f} | {r['load_start']:.1f}-{r['load_end']:.1f} |")
         target = _at(p["trl"]["curve"], a.steps)["accuracy"]
         t_trl = next(s for s in p["trl"]["steps"] if s["step"] == a.steps)["train_s"]
         t_rlvr = time_to(p["rlvr"]["curve"], target)
         ratios.append(None if t_rlvr is None else t_rlvr / t_trl)
+        c_trl = next(s for s in p["trl"]["steps"] if s["step"] == a.steps).get("train_cpu_s")
+        c_rlvr = time_to(p["rlvr"]["curve"], target, "train_cpu_s") \
+            if all("train_cpu_s" in q for q in p["rlvr"]["curve"]) else None
+        cpu = f"; CPU {c_rlvr:.0f} s = {c_rlvr / c_trl:.2f}x TRL's {c_trl:.0f} s" \
+            if c_rlvr is not None and c_trl else ""
         print(f"|  | seed {seed}: rlvr reaches TRL's {target:.1%} at "
-              + (f"{t_rlvr:.0f} s = {t_rlvr / t_trl:.2f}x TRL's {t_trl:.0f} s |"
+              + (f"{t_rlvr:.0f} s = {t_rlvr / t_trl:.2f}x TRL's {t_trl:.0f} s (wall){cpu} |"
                  if t_rlvr is not None else f"never within {a.rlvr_steps} steps |"))
     print()
     for k in steps:
@@ -343,7 +349,7 @@ def summary(a) -> None:
                 if k in x["acc"] and k in y["acc"]]
         print(f"acc@{k}: rlvr {_ms([x for x, _ in both])}  TRL {_ms([y for _, y in both])}  "
               f"paired diff rlvr-TRL {_ms([x - y for x, y in both])}")
-    for key in ("train_s", "reward"):
+    for key in ("train_s", "train_cpu_s", "reward"):
         xs = {w: [r[key] for r in rows[w]] for w in rows}
         print(f"{key}@{a.steps}: rlvr {_ms(xs['rlvr'], pct=False)}  TRL {_ms(xs['trl'], pct=False)}")
     def mean_curve(who):     # at the steps every seed evaluated
