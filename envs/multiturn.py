@@ -285,7 +285,7 @@ def episode_from_row(env, row: Mapping, line: int | None = None, id_field: str =
         first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
         rest["prompt"] = [dict(m) for m in messages[:first]]
     task = env.task_from_row(rest, id_field, answer_field)
-    own = task.prompt if isinstance(task.prompt, list) else None
+    own = task.prompt if isinstance(task.prompt, list) else _prompt_of(env, rest.get(id_field))
     start = len(own) if own and [dict(m) for m in messages[:len(own)]] == own else None
     try:
         prompt, episode = episode_from_messages(messages, start)
@@ -294,6 +294,19 @@ def episode_from_row(env, row: Mapping, line: int | None = None, id_field: str =
     if task.prompt in ("", None):
         task = replace(task, prompt=prompt)
     return task, episode
+
+
+def _prompt_of(env, task_id) -> list | None:
+    """The chat prompt of the environment's task `task_id`, or None. A row scored by its own
+    gold (the trainer's samples.jsonl rows) carries no prompt, yet its transcript begins with the
+    task's: knowing where it ends keeps a prompt's worked example out of the episode."""
+    if task_id is None:
+        return None
+    try:
+        prompt = env.get_task(str(task_id)).prompt
+    except (KeyError, ValueError, IndexError):   # an id this environment does not know
+        return None
+    return prompt if isinstance(prompt, list) else None
 
 
 def transcript(task: Task, episode: Episode) -> list[dict]:

@@ -230,6 +230,18 @@ def _pass_at_k_columns(samples, ids, lines, statuses, scores) -> tuple[array, by
     return array("q", map(task_key, ids, lines)), solved_flags(statuses, scores)
 
 
+def _is_transcript(view, completion_field: str) -> bool:
+    """A row scored as an episode: it holds `messages` and either no completion field or
+    messages with an assistant turn (the trainer's samples.jsonl rows carry both the final text
+    and the transcript; episode-aware rewards need the transcript). `messages` holding only the
+    prompt beside a completion is a completion row."""
+    if "messages" not in view:
+        return False
+    messages = view["messages"]
+    return completion_field not in view or isinstance(messages, list) and any(
+        isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+
+
 def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
     """Decode a row and build its task and completion; a problem becomes an error verdict."""
     row, problem = _decode(raw, spec, line)
@@ -237,7 +249,7 @@ def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
         return row, None, None, Verdict(0.0, ERROR, reason=problem)
     try:
         view = with_fields(row, spec.nested)
-        if spec.completion_field not in view and "messages" in view:   # a transcript row
+        if _is_transcript(view, spec.completion_field):
             task, completion = episode_from_row(env, view, line, spec.id_field,
                                                 spec.answer_field)
             return row, task, completion, None
