@@ -117,3 +117,20 @@ def test_freed_tensors_go_back_to_the_os_with_the_threshold_pinned():
                              capture_output=True, text=True, check=True)
         held[mode] = int(out.stdout.split()[-1])
     assert held["off"] >= 48 and held["on"] <= 8, held      # MiB still held after the del
+
+
+def test_prompt_and_completion_passes_accumulate_their_gradients_separately(tiny_model, tmp_path):
+    # With the prompt and the completions in two forwards, autograd would hold every weight's
+    # gradient from the completion pass until the prompt pass adds its share (one gradient
+    # accumulation per weight: a parameter-sized buffer alive at once). Cut between the two,
+    # each pass accumulates into .grad as it goes: two accumulations per weight.
+    tr = trainer(tiny_model, tmp_path / "c")
+    rollout, _ = tr.collect()
+    mb = pack(_micro_batches(rollout, 6)[0], rollout.prompt_ids, rollout.completion_ids,
+              tr.tokenizer.pad_token_id, "cpu", True)
+    layer = tr.policy.model.layers[0].mlp.down_proj.weight
+    calls = []
+    layer.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+    logp, _ = completion_logprobs(tr.policy, mb)
+    (logp * mb.mask).sum().backward()
+    assert len(calls) == 2

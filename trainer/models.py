@@ -275,6 +275,7 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]
         return [first]
     cache = returned_cache(out)
     cache.batch_repeat_interleave(G)
+    first = _defer_prompt_backward(first, cache)
     pmask = mb.prompt_mask.repeat_interleave(G, 0)
     attn = torch.cat([pmask, mb.mask[:, :-1].long()], 1)
     cpos = pmask.sum(-1, keepdim=True) + torch.arange(C - 1, device=pmask.device)[None, :]
@@ -282,6 +283,35 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]
                  use_cache=True, **{cache_kwarg(model): cache},
                  **({"logits_to_keep": C - 1} if logits else {}))
     return [first, pick(rest)]
+
+
+def _defer_prompt_backward(first: torch.Tensor, cache) -> torch.Tensor:
+    """Cut the graph between the prompt forward and the completion forward; the prompt's
+    backward runs once the completion's has delivered the gradients of everything crossing
+    the cut (the first-token outputs and the repeated KV cache). The gradients are the same.
+
+    Why: with the prompt and the completions in two forward calls, every weight is used twice
+    in one graph, and autograd holds each weight's gradient from the completion pass until
+    the prompt pass (run last) adds its share: a whole set of parameter-sized gradients alive
+    at once beside the accumulated ones (+0.5 GiB for SmolLM2-135M, benchmarks/README.md,
+    "Trainer memory"). Cut, each pass accumulates into .grad as it goes."""
+    if not (torch.is_grad_enabled() and first.requires_grad):
+        return first
+    outs, cut = [first], [first.detach().requires_grad_()]
+    for layer in getattr(cache, "layers", ()):
+        for name, t in list(vars(layer).items()):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                outs.append(t)
+                cut.append(t.detach().requires_grad_())
+                setattr(layer, name, cut[-1])
+
+    def prompt_backward(grads):
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
+        outs.clear(), cut.clear(), handle[0].remove()   # no cycle keeps the prompt graph alive
+        if pairs:
+            torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+    handle = [torch.autograd.graph.register_multi_grad_hook(cut, prompt_backward)]
+    return cut[0]
 
 
 def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
