@@ -1,6 +1,7 @@
 r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same task and settings.
 
-    .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0,1,2            # full (~12-15 min a seed)
+    .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0,1,2   # full; ~15 CPU-min a process a seed
+    .venv/bin/python benchmarks/learning_vs_trl.py --check         # equivalence checks, ~3 CPU-min
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0 --steps 2 --eval-at 2 --test 20 --out /tmp/smoke
     .venv/bin/python benchmarks/learning_vs_trl.py --summary                # table of what is saved
 
@@ -239,6 +240,76 @@ def child(a) -> None:
     path.with_suffix(".tmp").rename(path)
 
 
+# --- the equivalence checks (--check): cheap, one small rollout each ----------------------------
+def check_one_step(model_path: str) -> str:
+    """One whole optimizer step on the same rollout: TRL's GRPOTrainer with its generation
+    replaced by rlvr's completions vs rlvr's Trainer.update; the weight changes must agree."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+    from rlvr.trainer import TrainConfig, Trainer
+    P, G, rewards = 2, 4, [1., 0., 0., 1., 0., 1., 0., 0.]
+    tr = Trainer(TrainConfig.from_preset(
+        "grpo", model=model_path, env=ENV_NAME, seed=3, steps=1, prompts_per_step=P, group_size=G,
+        max_completion_length=32, lr=1e-5, beta=0.0, loss_aggregation="token_mean",
+        micro_batch_size=G, reward_deadline_s=0, output_dir="/tmp/rlvr-bench/check-rlvr",
+        checkpoint_every=0, tensorboard=False, progress=False))
+    w0 = {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}
+    rollout, _ = tr.collect()
+    rollout.rewards = torch.tensor(rewards)          # signal in both groups
+    ours = tr.update(tr.prepare(rollout), first=True)["grad_norm"]
+    d_rlvr = torch.cat([(v - w0[k]).flatten() for k, v in tr.policy.state_dict().items()]).double()
+    fixed = iter(rewards)
+    cfg = GRPOConfig(output_dir="/tmp/rlvr-bench/check-trl", use_cpu=True, bf16=False,
+                     shuffle_dataset=False, max_steps=1, learning_rate=1e-5,
+                     lr_scheduler_type="constant", gradient_checkpointing=False, num_generations=G,
+                     generation_batch_size=P * G, per_device_train_batch_size=G,
+                     gradient_accumulation_steps=P, max_completion_length=32, beta=0.0,
+                     loss_type="dapo", logging_steps=1, report_to="none", save_strategy="no",
+                     disable_tqdm=True)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    t = GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [next(fixed) for _ in completions],
+                    args=cfg, processing_class=AutoTokenizer.from_pretrained(model_path),
+                    train_dataset=Dataset.from_list([{"prompt": x.prompt} for x in rollout.tasks[::G]]))
+
+    def replay(prompt_ids, *args, **kw):
+        assert [list(p) for p in prompt_ids] == rollout.prompt_ids, "TRL rendered other prompt ids"
+        return [list(c) for c in rollout.completion_ids], None
+    t._generate_single_turn = replay
+    t.train()
+    d_trl = torch.cat([(v - w0[k]).flatten() for k, v in model.state_dict().items()]).double()
+    return (f"one step, same rollout: grad norm rlvr {ours:.6g} TRL {t.state.log_history[0]['grad_norm']:.6g}; "
+            f"weight change norm rlvr {d_rlvr.norm():.6g} TRL {d_trl.norm():.6g}, relative "
+            f"difference {(d_rlvr - d_trl).norm() / d_trl.norm():.2e}, cosine "
+            f"{(d_rlvr @ d_trl) / (d_rlvr.norm() * d_trl.norm()):.6f}")
+
+
+def check_samplers(model_path: str, env) -> str:
+    """An unbiased sampler of softmax(logits) has E[-log p(token)] = entropy at each position:
+    rlvr's shared-prefix sampler and transformers' generate (what TRL calls), 8 x 8 x <= 48."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from rlvr.trainer.models import completion_logprobs, pack
+    from rlvr.trainer.rollout import generate
+    tok = AutoTokenizer.from_pretrained(model_path)
+    m = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    tasks, G, out = env.sample(8, "train"), 8, []
+    for share in (True, False):
+        r = generate(m, tok, tasks, G, 48, share_prefix=share, seeds=list(range(len(tasks))))
+        gaps = []
+        with torch.no_grad():
+            for g in range(len(tasks)):
+                mb = pack([list(range(g * G, g * G + G))], r.prompt_ids, r.completion_ids,
+                          tok.pad_token_id, "cpu", True)
+                logp, ent = completion_logprobs(m, mb, 1.0, with_entropy=True)
+                gaps.append((-logp - ent)[mb.mask])
+        x = torch.cat(gaps)
+        out.append(f"{'rlvr shared-prefix' if share else 'transformers generate'}: mean(-log p - H) "
+                   f"= {x.mean():.3f} +- {x.std() / x.numel() ** 0.5:.3f} over {x.numel()} tokens")
+    return "; ".join(out)
+
+
 # --- the parent: seed pairs side by side, then the summary ----------------------------------
 def run_pair(a, seed: int) -> None:
     """rlvr and TRL on one seed, at the same time, one thread each."""
@@ -393,6 +464,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
+    p.add_argument("--check", action="store_true",
+                   help="only the equivalence checks: one step on the same rollout, sampler bias")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--model", default="", help=argparse.SUPPRESS)
@@ -400,6 +473,15 @@ def main() -> None:
     a.rlvr_steps = a.rlvr_steps or a.steps
     if a.run:
         child(a)
+        return
+    if a.check:
+        import rlvr
+        import torch
+        from rlvr.trainer.smollm import smollm2_folder
+        torch.set_num_threads(a.threads)
+        _register_env()
+        print(check_samplers(smollm2_folder(), rlvr.load_env(ENV_NAME)), flush=True)
+        print(check_one_step(smollm2_folder()), flush=True)
         return
     a.out.mkdir(parents=True, exist_ok=True)
     if not a.summary:
