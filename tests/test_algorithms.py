@@ -302,6 +302,23 @@ def test_dynamic_sampling_filter():
     assert keep.tolist() == [True, False, False]
 
 
+def test_equal_weighted_rewards_are_a_zero_variance_group():
+    # 0.2 * tool_call + 1.0 * accuracy: eight 1.2s. In float32, sum/8 != 1.2, so without the
+    # exact mean the std was ~1.3e-7, GRPO advantages ~1e-3 and DAPO kept the group.
+    r = torch.full((2, 8), 1.2)
+    r[1, 0] = 0.2                                         # a second group with signal
+    valid = torch.ones(2, 8, dtype=torch.bool)
+    mean, std = A.group_mean_std(r, valid)
+    assert (mean[0].item(), std[0].item()) == (r[0, 0].item(), 0.0)
+    assert A.groups_with_signal(r, valid).tolist() == [False, True]
+    adv = A.grpo_advantages(r, valid)
+    assert torch.count_nonzero(adv[0]) == 0 and adv[1, 0] < 0 < adv[1, 1]
+    # an invalid slot does not break equality of the valid ones
+    valid[0, 3] = False
+    r[0, 3] = 5.0
+    assert A.group_mean_std(r, valid)[1][0].item() == 0.0
+
+
 
 def test_adaptive_kl_horizon_counts_samples():
     # Ziegler et al.: beta <- beta * (1 + e * n / horizon) with n the samples in the step.

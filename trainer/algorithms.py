@@ -43,11 +43,17 @@ def group_mean_std(rewards: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Te
     """Per-prompt mean and unbiased std of the valid rewards in each row of a [P, G] grid.
 
     Unbiased (n-1) std, as in TRL's GRPOTrainer, so the two report the same advantages. A row
-    with fewer than two valid rewards has std 0.
+    with fewer than two valid rewards has std 0. A row whose valid rewards are all equal gets
+    that value as its mean exactly, so its deviations and std are exactly 0: a float sum of
+    eight 1.2s divided by 8 is not 1.2, which gave such a group a std of ~1e-7, GRPO advantages
+    of ~1e-3 instead of 0, and kept it through DAPO's dynamic sampling.
     """
     v = valid.to(rewards.dtype)
     n = v.sum(-1)
     mean = (rewards * v).sum(-1) / n.clamp_min(1.0)
+    lo = rewards.masked_fill(~valid, float("inf")).amin(-1)
+    hi = rewards.masked_fill(~valid, float("-inf")).amax(-1)
+    mean = torch.where((n > 0) & (lo == hi), lo, mean)
     var = (((rewards - mean[:, None]) ** 2) * v).sum(-1) / (n - 1).clamp_min(1.0)
     return mean, var.sqrt()
 
