@@ -53,7 +53,7 @@ R1ZERO_SETTINGS: dict = {
     # Checkpointing drops one micro-batch's activations (~1.7 GiB at 16 x 64 tokens) that sat
     # beside the weights, the reference, the gradients and AdamW's two states; a micro-batch of
     # one group (8) halves the logits with no extra prompt forwards (one per group either way).
-    # Measured peak of 2 steps: 6.13 GiB before -> 3.89 GiB.
+    # Measured peak of 2 steps (with the trainer's memory fixes): 6.13 GiB before -> 3.64 GiB.
     "micro_batch_size": 8,
     "gradient_checkpointing": True,
     "checkpoint_every": 0,      # only the final model is saved
