@@ -32,7 +32,7 @@ from rlvr.envs.registry import pooled_env_reward
 from rlvr.pooled_reward import derive_deadline
 
 from . import algorithms as alg
-from .allocator import release_freed_memory
+from .allocator import heap_reuse, release_freed_memory
 from .checkpoint import (latest_checkpoint, read_state, restore_trainer_state, seed_everything,
                          write_checkpoint)
 from .config import TrainConfig, load_config
@@ -273,7 +273,7 @@ class Trainer:
     # --- 2. freeze what the inner steps reuse -------------------------------------------------
     @torch.no_grad()
     def prepare(self, rollout: Rollout) -> Batch:
-        with self.precision():
+        with self.precision(), heap_reuse():
             return self._prepare(rollout)
 
     def _prepare(self, rollout: Rollout) -> Batch:
