@@ -218,7 +218,7 @@ class Trainer:
             if tasks:
                 t0 = time.perf_counter()
                 seeds = group_seeds(cfg.seed, self.step, rounds, count=need, offset=offset)
-                with self.precision():
+                with self.precision(), heap_reuse():     # allocator.py: why here only
                     r = self.engine.generate(tasks, G, cfg.max_completion_length,
                                              temperature=cfg.temperature, top_p=cfg.top_p,
                                              seeds=seeds)

@@ -15,7 +15,6 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .allocator import heap_reuse
 from .models import cache_kwarg, returned_cache
 from .prompts import tool_prompt
 
@@ -145,14 +144,6 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     the number of data-parallel ranks); HF `generate` is seeded once per call from the call's
     first seed. Without seeds, the global torch RNG is used.
     """
-    with heap_reuse():           # per-token tensors reused, not re-faulted (allocator.py)
-        return _generate(model, tokenizer, tasks, group_size, max_new_tokens, temperature,
-                         top_p, greedy, batch_size, share_prefix, seeds)
-
-
-@torch.no_grad()
-def _generate(model, tokenizer, tasks, group_size, max_new_tokens, temperature, top_p, greedy,
-              batch_size, share_prefix, seeds) -> Rollout:
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
     eos = _eos_ids(model, tokenizer)
