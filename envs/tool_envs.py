@@ -87,7 +87,8 @@ class ToolCallRan(BaseReward):
     reward, like R1-Zero's format reward beside its accuracy reward (DeepSeek-R1, 2025, §2.2.2).
 
     It says nothing about the answer: a call on the wrong numbers earns it too, so its weight
-    must stay below accuracy's (which also keeps `score >= 1` meaning "right" for pass@k).
+    should stay below accuracy's, or a call alone pays as much as a right answer. (pass@k counts
+    the answer reward alone either way: `Verdict.solved`.)
     Read from the transcript (tool messages that are not
     `Error: ...`), so `rlvr score` on a `messages` row gives the trainer's verdict."""
     name = "tool_call"

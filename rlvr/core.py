@@ -73,6 +73,9 @@ class Verdict:
     latency_s: float = 0.0
     components: dict = field(default_factory=dict)
     version: str = ""
+    primary: str = ""
+    """The component whose score says whether the task is solved (the environment's answer
+    reward, set by `combine`); "" for a single reward: its own score says it."""
 
     def __post_init__(self):
         if self.status not in _SEVERITY:
@@ -81,6 +84,13 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return self.status == OK
+
+    @property
+    def solved(self) -> bool:
+        """Status ok and the answer reward's score >= 1. Not the weighted total: a format or
+        shaping term earns reward, but a well-formed wrong answer has not solved its task."""
+        score = self.components.get(self.primary, self.score) if self.primary else self.score
+        return self.ok and score is not None and score >= 1.0
 
     @property
     def failed(self) -> bool:
@@ -270,6 +280,6 @@ def combine(named: list[tuple[str, Verdict, float]]) -> Verdict:
     worst = max((v.status for _, v, _ in weighted), key=_SEVERITY.__getitem__, default=OK)
     components = {n: v.score for n, v, _ in named}
     score = 0.0 if worst in FAILED_STATUSES else sum(w * v.score for _, v, w in weighted)
-    primary = weighted[0][1] if weighted else named[0][1]
+    name, primary = (weighted or named)[0][:2]       # the first reward is the answer reward
     reasons = "; ".join(f"{n}: {v.reason}" for n, v, _ in named if v.reason)
-    return Verdict(score, worst, primary.extracted, reasons, components=components)
+    return Verdict(score, worst, primary.extracted, reasons, components=components, primary=name)

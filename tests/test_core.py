@@ -105,3 +105,21 @@ def test_every_status_is_reachable():
     seen = {NumericMatch().score(Task("t", answer=g), t).status for g, t, _, _ in NUMERIC}
     seen.add(Raises().score(Task("t"), "x").status)
     assert seen == set(STATUSES) - {"timeout", "infra_error"}
+
+
+def test_a_well_formed_wrong_answer_earns_format_reward_but_does_not_solve_the_task():
+    # R1-Zero's pair at equal weights: format alone reaches the score of a right answer
+    total = WeightedSum([(NumericMatch(), 1.0), (ThinkFormat(), 1.0)])
+    task = Task("t", answer="4")
+    wrong = total.score(task, "<think>x</think><answer>5</answer>")
+    assert wrong.score == 1.0 and not wrong.solved
+    right_unformatted = total.score(task, "<answer>4</answer>")
+    assert right_unformatted.score == 1.0 and right_unformatted.solved
+    assert total.score(task, "<think>x</think><answer>4</answer>").solved
+    # the answer reward decides even when weighted below 1 (0.8 * 1 + 0.2 * 0 = 0.8)
+    assert WeightedSum([(NumericMatch(), 0.8), (ThinkFormat(), 0.2)]).score(task, "<answer>4</answer>").solved
+    assert NumericMatch().score(task, "4").solved and not NumericMatch().score(task, "5").solved
+    failing = WeightedSum([(Raises(), 1.0), (ThinkFormat(), 0.5)]).score(Task("t"), "4")
+    assert not failing.solved
+    # a verdict written to JSON and read back keeps the rule
+    assert not Verdict.from_dict(wrong.to_dict()).solved

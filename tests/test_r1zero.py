@@ -186,3 +186,30 @@ def test_readme_quick_start_is_exactly_two_commands():
     commands = [line for line in block.splitlines() if line.strip()]
     assert [c.split("#")[0].split() for c in commands] == [["bash", "scripts/r1zero.sh"],
                                                            ["bash", "scripts/test.sh"]]
+
+
+def test_held_out_accuracy_counts_right_answers_not_well_formed_ones():
+    # The main job's env pays 1.0 for the format alone: a well-formed wrong answer must not
+    # count as solved in the held-out pass@1 (it did: format was read as accuracy).
+    import types
+
+    import rlvr
+    from rlvr.core import Completion
+    from rlvr.trainer.r1zero import held_out_eval
+    from rlvr.trainer.rollout import Rollout
+    env = rlvr.load_env("arithmetic", n_terms=2, max_value=20, ops="+", test_fraction=0.5,
+                        prompt_style="chat", format_weight=1.0)
+
+    class Engine:
+        def generate(self, tasks, group_size, max_new_tokens, greedy=False):
+            texts = [f"<think>x</think><answer>{t.answer if i % 4 == 0 else -1}</answer>"
+                     for i, t in enumerate(tasks)]
+            return Rollout(list(tasks), [[1]] * len(tasks), [[2]] * len(tasks),
+                           [Completion(s, [2], "stop") for s in texts], group_size=1)
+
+    def tok(text, add_special_tokens=False):
+        return types.SimpleNamespace(input_ids=text.split())
+    cfg = types.SimpleNamespace(seed=0, max_completion_length=64, reflection_phrases=())
+    trainer = types.SimpleNamespace(env=env, cfg=cfg, engine=Engine(), tokenizer=tok)
+    out = held_out_eval(trainer, 8)
+    assert out["pass@1"] == 0.25 and out["think/well_formed_rate"] == 1.0

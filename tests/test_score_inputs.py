@@ -139,3 +139,20 @@ def test_transcript_rows_honour_the_id_field(tmp_path):
     code, out, _ = _score(tmp_path, _rows(tmp_path / "in.jsonl", rows), "--id-field", "key")
     assert code == 0
     assert [(r["status"], r["score"]) for r in out] == [("ok", 1.0), ("ok", 0.0)]
+
+
+def test_format_reward_alone_does_not_count_as_solving_in_pass_at_k(tmp_path):
+    # with R1-Zero's equal weights a well-formed wrong answer scores 1.0, like a right one
+    t = TASKS[0]
+    right = f"<think>x</think><answer>{t.answer}</answer>"
+    wrong = f"<think>x</think><answer>{int(t.answer) + 1}</answer>"
+    src = _rows(tmp_path / "in.jsonl", [{"id": t.id, "completion": c}
+                                        for c in (right, wrong, wrong, wrong)])
+    code, rows, summary = _score(tmp_path, src, "--env-arg", "format_weight=1.0")
+    assert code == 0
+    assert [r["score"] for r in rows] == [2.0, 1.0, 1.0, 1.0]
+    assert [r["solved"] for r in rows] == [True, False, False, False]
+    assert summary["samples"]["pass_at_k"] == pytest.approx({"1": 0.25, "2": 0.5, "4": 1.0})
+    # resumed from the written rows: the same
+    code, _, summary = _score(tmp_path, src, "--env-arg", "format_weight=1.0")
+    assert summary["samples"]["pass_at_k"] == pytest.approx({"1": 0.25, "2": 0.5, "4": 1.0})

@@ -268,6 +268,7 @@ def _plain_loop_rows(env, src: Path) -> list[bytes]:
             out.append(json.dumps({**row, "line": n, "score": v.score, "status": v.status,
                                    "extracted": v.extracted, "reason": v.reason,
                                    "latency_s": 0, "components": v.components,
+                                   "solved": v.solved,
                                    "versions": {**versions, "verifier": v.version}},
                                   ensure_ascii=False, default=str).encode())
     return out
@@ -319,8 +320,10 @@ def test_chunk_summaries_fold_to_the_row_by_row_summary():
     # (text, status, score, latency, id, reason, counts, sample): ties in latency, unscored
     # statuses, a None score; unscored rows carry a reason (with the line prefix the summary
     # strips); three tasks with several samples each, and two rows that are not pass@k samples
+    # (sample None; else whether the row solved its task)
     results = [("{}", st, sc, lat, f"r{i % 3}",
-                f"line {11 + i}: broke" if st in UNSCORED else None, None, i not in (0, 4))
+                f"line {11 + i}: broke" if st in UNSCORED else None, None,
+                None if i in (0, 4) else st == "ok" and sc is not None and sc >= 1.0)
                for i, (st, sc, lat) in enumerate([
         ("ok", 1.0, 0.5), ("ok", 0.1, 0.2), ("timeout", 0.0, 2.0), ("unparsed", 0.0, 0.5),
         ("error", 0.0, 0.5), ("ok", 0.3, 0.7), ("gold_unparseable", 0.0, 0.1),

@@ -13,8 +13,9 @@ uncertainty by a bootstrap over tasks. `rlvr plot passk` draws the curves.
 - **Per-task seeds.** Task i's samples are drawn from a generator seeded by (seed, task id), so
   they do not depend on the order of tasks, on the batch they share, or on how many tasks run.
   (The trainer's per-group seeds key on the group's position instead, which is fixed there.)
-- **Correct** means verdict `ok` and score >= 1.0, as in training: a format-only reward never
-  counts as solving the task. Failed verdicts (`error`, `timeout`...) are counted by status.
+- **Correct** means `Verdict.solved`: status `ok` and the answer reward's score >= 1.0 (not
+  the weighted total: a format or shaping reward never counts as solving the task). Failed
+  verdicts (`error`, `timeout`...) are counted by status.
 - **Resumable.** Every finished task's rows go to OUT.samples.jsonl at once; rerunning the same
   command continues after the last finished task (different settings are refused), and the
   samples file is a valid `rlvr score` input (task `id` + `completion`).
@@ -188,7 +189,7 @@ def distinct_tasks(env, split: str, n: int, seed: int = 0, max_draws: int = 50) 
 
 
 def _correct(v) -> bool:
-    return v.ok and v.score >= 1.0
+    return v.solved
 
 
 # --- samplers: turn tasks into completions ------------------------------------------------------

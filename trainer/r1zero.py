@@ -187,7 +187,7 @@ def held_out_eval(trainer, n_tasks: int) -> dict:
     tasks = distinct_tasks(env, "test", n_tasks, cfg.seed)
     rollout = score(env, trainer.engine.generate(tasks, 1, cfg.max_completion_length,
                                                  greedy=True))
-    right = sum(v.ok and v.score >= 1.0 for v in rollout.verdicts)
+    right = sum(v.solved for v in rollout.verdicts)     # the answer, not the format
     texts = [c.text for c in rollout.completions]
     fmt = think_metrics(texts, trainer.tokenizer, env.parser, cfg.reflection_phrases)
     return {"pass@1": right / len(tasks), _FORMAT: fmt[_FORMAT], "tasks": len(tasks)}

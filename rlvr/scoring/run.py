@@ -22,8 +22,7 @@ from rlvr.pooled_reward import derive_deadline
 from rlvr.rows import count_rows, input_kind, iter_rows, open_lines
 
 from .fields import completion_text, get_field, with_fields
-from .summary import (UNSCORED, ScoreSummary, add_counts, failure_key, is_pass_at_k_sample,
-                      solved_flags, task_key)
+from .summary import UNSCORED, ScoreSummary, add_counts, failure_key, pass_at_k_sample, task_key
 
 __all__ = ["ScoreConfig", "score_file", "resolve"]
 
@@ -214,20 +213,21 @@ class _RowScorer:
         text = self._encode({**row, "line": line, "score": verdict.score,
                              "status": verdict.status, "extracted": verdict.extracted,
                              "reason": verdict.reason, "latency_s": round(verdict.latency_s, 6),
-                             "components": verdict.components, "versions": versions})
+                             "components": verdict.components, "solved": verdict.solved,
+                             "versions": versions})
         reason = verdict.reason if verdict.status in UNSCORED else None
         counts = self._counts(verdict) if self._counts else None
         return (text, verdict.status, verdict.score, verdict.latency_s,
-                row.get(self.spec.id_field), reason, counts, is_pass_at_k_sample(row))
+                row.get(self.spec.id_field), reason, counts, pass_at_k_sample(row, verdict.solved))
 
 
-def _pass_at_k_columns(samples, ids, lines, statuses, scores) -> tuple[array, bytes]:
-    """Task keys and solved flags of the rows that are pass@k samples (see
-    `is_pass_at_k_sample`); the common all-samples chunk skips the filtering."""
-    if not all(samples):
-        ids, lines, statuses, scores = (list(compress(col, samples))
-                                        for col in (ids, lines, statuses, scores))
-    return array("q", map(task_key, ids, lines)), solved_flags(statuses, scores)
+def _pass_at_k_columns(samples, ids, lines) -> tuple[array, bytes]:
+    """Task keys and solved flags of the rows that are pass@k samples (`pass_at_k_sample`:
+    None for a row that is not one, else whether it solved its task)."""
+    if None in samples:
+        ids, lines, samples = (list(compress(col, [x is not None for x in samples]))
+                               for col in (ids, lines, samples))
+    return array("q", map(task_key, ids, lines)), bytes(map(bool, samples))
 
 
 def _is_transcript(view, completion_field: str) -> bool:
@@ -318,7 +318,7 @@ class _Scored:
                    latencies, slowest, seconds,
                    dict(Counter(failure_key(st, r) for st, r in zip(statuses, reasons)
                                 if r is not None)), counts,
-                   *_pass_at_k_columns(samples, ids, lines, statuses, scores))
+                   *_pass_at_k_columns(samples, ids, lines))
 
 
 def _score_chunk(scorer: _RowScorer, chunk: tuple) -> _Scored:
@@ -545,7 +545,7 @@ def _fold_existing(out_path: Path, summary: ScoreSummary, counts_of: Callable | 
             summary.add(row["status"], row.get("score"), row.get("latency_s", 0.0),
                         last_line, row.get("id"), row.get("reason"),
                         counts_of(Verdict.from_dict(row)) if counts_of else None,
-                        is_pass_at_k_sample(row))
+                        pass_at_k_sample(row))
     if good_bytes != out_path.stat().st_size:
         with open(out_path, "r+b") as f:
             f.truncate(good_bytes)

@@ -41,17 +41,20 @@ def task_key(row_id, line: int) -> int:
     return (zlib.crc32(text) << 31) ^ zlib.adler32(text)      # two C checksums: ~0.1 us
 
 
-def is_pass_at_k_sample(row: dict) -> bool:
-    """Whether a row counts as one of its task's samples for pass@k: `rlvr eval` writes a
-    `kind: greedy` row per task beside the n sampled ones, and the greedy completion is not one
-    of the n samples the estimator assumes (counting it would bias pass@k towards greedy)."""
-    return row.get("kind") != "greedy"
-
-
-def solved_flags(statuses, scores) -> bytes:
-    """One byte per row: 1 when the row solved its task (status ok and score >= 1, the same
-    rule as `rlvr eval`), else 0."""
-    return bytes(st == OK and sc is not None and sc >= 1.0 for st, sc in zip(statuses, scores))
+def pass_at_k_sample(row: dict, solved: bool | None = None) -> bool | None:
+    """None when a row is not one of its task's samples for pass@k, else whether it solved
+    the task. `rlvr eval` writes a `kind: greedy` row per task beside the n sampled ones, and
+    the greedy completion is not one of the n samples the estimator assumes (counting it
+    would bias pass@k towards greedy). `solved` defaults to the row's own `solved` field
+    (`Verdict.solved`); rows written before it existed fall back to status ok and score >= 1."""
+    if row.get("kind") == "greedy":
+        return None
+    if solved is None:
+        solved = row.get("solved")
+    if solved is None:
+        score = row.get("score")
+        solved = row.get("status") == OK and score is not None and score >= 1.0
+    return bool(solved)
 
 
 def pass_at_k_by_task(keys: array, solved: bytes) -> dict | None:
@@ -96,7 +99,8 @@ class ScoreSummary:
     solved: bytearray = field(default_factory=bytearray)          # per row, 1 = correct
 
     def add(self, status: str, score: float | None, latency: float, line: int, row_id,
-            reason: str | None = None, counts=None, sample: bool = True) -> None:
+            reason: str | None = None, counts=None, sample: bool | None = False) -> None:
+        """`sample`: `pass_at_k_sample`'s answer for the row (None: not a pass@k sample)."""
         self.rows += 1
         self.by_status[status] += 1
         if status not in UNSCORED and score is not None:
@@ -106,9 +110,9 @@ class ScoreSummary:
             self.failures[failure_key(status, reason)] += 1
         self.latencies.append(latency)
         _keep_slowest(self.slowest, (latency, line, str(row_id)))
-        if sample:
+        if sample is not None:
             self.task_keys.append(task_key(row_id, line))
-            self.solved += solved_flags((status,), (score,))
+            self.solved.append(int(sample))
         add_counts(self.counts, counts or {})
 
     def merge(self, part) -> None:
