@@ -37,7 +37,7 @@ def test_r1zero_script_tiny_mode_runs_trains_and_plots(tmp_path):
     assert "R1-Zero GRPO 2/2" in proc.stderr and "acc " in proc.stderr and "think " in proc.stderr
     assert "accuracy" in proc.stdout and "think well-formed" in proc.stdout
     assert "held-out, 8 never-trained problems, greedy" in proc.stdout
-    assert "rewards numeric_match x1, think_format x1" in proc.stdout
+    assert "rewards numeric_match x1, think_format x0.5" in proc.stdout
     overview = out / "plots" / "overview.png"
     assert f"plots:  {overview}" in proc.stdout
     assert overview.read_bytes()[:4] == b"\x89PNG" and (out / "plots" / "eval.png").exists()

@@ -36,8 +36,11 @@ R1ZERO_SETTINGS: dict = {
     # held out (test_fraction=0.5): the closing evaluation draws its distinct never-trained
     # problems from them.
     "env": "arithmetic",
+    # Format at half the accuracy's weight (docs/r1zero.md, "the two rewards and their
+    # weights"): at equal weights a well-formed wrong answer earned as much as a right one and
+    # held-out accuracy fell (0.51 -> 0.49); at 0.5 it rose (0.51 -> 0.59), format adopted alike.
     "env_kwargs": {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5,
-                   "prompt_style": "chat", "format_weight": 1.0},
+                   "prompt_style": "chat", "format_weight": 0.5},
     "steps": 8,
     "prompts_per_step": 4,
     "group_size": 8,
