@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 if [ -n "${RLVR_PYTHON:-}" ]; then
   py=$RLVR_PYTHON
 else
-  bash scripts/setup.sh
+  bash scripts/setup.sh --base     # the job needs no test extras
   py=.venv/bin/python
 fi
 tiny=${RLVR_TINY:-0}
