@@ -230,3 +230,32 @@ def test_distinct_tasks_never_repeats_a_problem_and_fails_loud_when_short():
     assert len({t.metadata["expression"] for t in tasks}) == 8
     with pytest.raises(ValueError, match="distinct"):
         distinct_tasks(env, "test", 200)
+
+
+def test_tokenizer_option_renders_prompts_with_another_template(tiny, tmp_path, one_torch_thread):
+    # the main job trains with a think-opening template; its base model is evaluated with it
+    from rlvr.trainer.evaluate import _sampler as eval_sampler
+    from rlvr.trainer.r1zero import THINK_OPEN, think_tokenizer
+    think = think_tokenizer(tiny, tmp_path)
+    chat_env = {**ENV_ARGS, "prompt_style": "chat"}
+    cfg = EvalConfig(env="arithmetic", env_kwargs=chat_env, model=tiny, tokenizer=think,
+                     tasks=2, ks=(1,), max_completion_length=4, bootstrap=0)
+    sampler, identity = eval_sampler(cfg)
+    prompt = [{"role": "user", "content": "What is 1 + 2?"}]
+    rendered = sampler.tokenizer.apply_chat_template(prompt, add_generation_prompt=True,
+                                                     tokenize=False)
+    assert rendered.endswith(THINK_OPEN) and identity["tokenizer"] == think
+    own, _ = eval_sampler(EvalConfig(env="arithmetic", env_kwargs=chat_env, model=tiny))
+    assert not own.tokenizer.apply_chat_template(prompt, add_generation_prompt=True,
+                                                 tokenize=False).endswith(THINK_OPEN)
+    # part of what a resumed run must share -- and absent when unset, so older runs resume
+    assert cfg.identity()["tokenizer"] == think and "tokenizer" not in EvalConfig().identity()
+    out = tmp_path / "e.json"
+    run_eval(EvalConfig(env="arithmetic", env_kwargs=ENV_ARGS, model=tiny, tasks=1, ks=(1,),
+                        max_completion_length=4, bootstrap=0), out, progress=False)
+    with pytest.raises(ValueError, match="other settings"):
+        run_eval(EvalConfig(env="arithmetic", env_kwargs=ENV_ARGS, model=tiny, tokenizer=think,
+                            tasks=1, ks=(1,), max_completion_length=4, bootstrap=0), out,
+                 progress=False)
+    with pytest.raises(ValueError, match="local models"):
+        EvalConfig(endpoint="http://127.0.0.1:1", tokenizer=think)

@@ -44,6 +44,10 @@ class EvalConfig:
     model: str = "smollm2"
     """Model folder, hub id, rlvr run directory (its latest policy) or 'smollm2'; with
     `endpoint`, the model name the server serves."""
+    tokenizer: str = ""
+    """Tokenizer folder or hub id for a local model (default: the model's own). Its chat
+    template renders the prompts: to evaluate a base model with the template a run trained
+    with (the main job's think-opening one: runs/r1zero/checkpoints/*/policy), pass it here."""
     endpoint: str = ""
     """Base URL of an OpenAI-compatible server (vLLM, SGLang, a hosted API); empty = local."""
     api_key_env: str = "OPENAI_API_KEY"
@@ -98,6 +102,8 @@ class EvalConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.level < 1:
             raise ValueError(f"level must be in (0, 1), got {self.level}")
+        if self.tokenizer and self.endpoint:
+            raise ValueError("tokenizer applies to local models: an endpoint renders its own prompts")
 
     @property
     def n(self) -> int:
@@ -111,6 +117,8 @@ class EvalConfig:
                      "level", "label", "ks", "api_key_env", "tasks", "sample_tasks",
                      "n_per_request"):
             d.pop(name)
+        if not d["tokenizer"]:
+            d.pop("tokenizer")     # the model's own: runs from before the option still resume
         return d
 
 
@@ -396,8 +404,10 @@ def _sampler(cfg: EvalConfig):
     path = resolve_model(cfg.model)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = load_policy(path, "float32", device)
-    return (LocalSampler(model, load_tokenizer(path), cfg.batch_size),
-            {"path": path, "name": cfg.model, "label": default_label(cfg, path)})
+    identity = {"path": path, "name": cfg.model, "label": default_label(cfg, path)}
+    if cfg.tokenizer:
+        identity["tokenizer"] = resolve_model(cfg.tokenizer)
+    return LocalSampler(model, load_tokenizer(identity.get("tokenizer", path)), cfg.batch_size), identity
 
 
 def samples_path(out: str | Path) -> Path:
