@@ -63,15 +63,14 @@ def heap_reuse(threshold: int = HEAP_THRESHOLD):
     Token-by-token sampling allocates the same MiB-sized tensors at every token (the logits,
     the KV cache grown by concatenation), and so do the no-grad reference and old-policy
     passes; with the threshold pinned each is a fresh mapping whose pages fault in one by one
-    (the main job: ~80 million faults, ~18% of its CPU as system time). Inside this block they
+    (the main job: ~79 million faults, 18% of its CPU as system time). Inside this block they
     are reused from the heap; at its end `malloc_trim` hands the freed heap back to the OS, so
     the update does not inherit the block's high-water mark as holes. Where the pin stays
     (measured on the main job, benchmarks/README.md): around the update's forward and backward
     heap reuse costs 0.22 GiB of peak, and in a large evaluation batch (100 rows) the KV cache
     grown by concatenation leaves its last size as holes in the heap -- a 0.8 GiB cache took
     0.65 GiB more. The trainer uses it for the step's sampling and the no-grad passes only.
-    A no-op unless `release_freed_memory` pinned
-    the threshold in this process."""
+    A no-op unless `release_freed_memory` pinned the threshold in this process."""
     if _pinned is None:
         yield
         return
