@@ -2,6 +2,8 @@ r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same
 
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0,1,2   # full; ~15 CPU-min a process a seed
     .venv/bin/python benchmarks/learning_vs_trl.py --check         # equivalence checks, ~3 CPU-min
+    .venv/bin/python benchmarks/learning_vs_trl.py --check-rates shared   # and `hf`: success rates
+                                                                        # of 64 x 16 base samples
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0 --steps 2 --eval-at 2 --test 20 --out /tmp/smoke
     .venv/bin/python benchmarks/learning_vs_trl.py --summary                # table of what is saved
 
@@ -310,6 +312,35 @@ def check_samplers(model_path: str, env) -> str:
     return "; ".join(out)
 
 
+def check_rates(model_path: str, env, sampler: str, prompts: int, per_prompt: int,
+                tokens: int, out: Path) -> dict:
+    """Success rate of many T = 1 samples from the base model on the first `prompts` training
+    prompts: rlvr's shared-prefix sampler ("shared") or transformers' generate ("hf", what
+    TRL calls). Two samplers of the same softmax give the same rate up to binomial noise; a
+    sampler that learns less per step would show here, where both start from one model."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from rlvr.trainer.rollout import generate, score
+    tok = AutoTokenizer.from_pretrained(model_path)
+    m = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    tasks = env.sample(prompts, "train")
+    t0, right, lengths, stopped = time.perf_counter(), [], [], 0
+    for i in range(0, len(tasks), 8):          # 8 prompts x per_prompt rows per generate call
+        chunk = tasks[i:i + 8]
+        r = score(env, generate(m, tok, chunk, per_prompt, tokens, temperature=1.0,
+                                share_prefix=sampler == "shared",
+                                seeds=[1000 + i + j for j in range(len(chunk))]))
+        right += [int(v.score >= 1.0) for v in r.verdicts]
+        lengths += [len(c) for c in r.completion_ids]
+        stopped += sum(c.finish_reason == "stop" for c in r.completions)
+    res = {"sampler": sampler, "samples": len(right), "right": sum(right),
+           "rate": sum(right) / len(right), "mean_length": sum(lengths) / len(lengths),
+           "stopped": stopped, "seconds": time.perf_counter() - t0,
+           "per_prompt_right": [sum(right[k:k + per_prompt]) for k in range(0, len(right), per_prompt)]}
+    out.write_text(json.dumps(res) + "\n")
+    return res
+
+
 # --- the parent: seed pairs side by side, then the summary ----------------------------------
 def run_pair(a, seed: int) -> None:
     """rlvr and TRL on one seed, at the same time, one thread each."""
@@ -466,6 +497,10 @@ def main() -> None:
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
     p.add_argument("--check", action="store_true",
                    help="only the equivalence checks: one step on the same rollout, sampler bias")
+    p.add_argument("--check-rates", choices=["shared", "hf"],
+                   help="only the sampler success-rate check for one sampler (run both, compare)")
+    p.add_argument("--rate-prompts", type=int, default=64)
+    p.add_argument("--rate-samples", type=int, default=16, help="samples per prompt")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--model", default="", help=argparse.SUPPRESS)
@@ -473,6 +508,17 @@ def main() -> None:
     a.rlvr_steps = a.rlvr_steps or a.steps
     if a.run:
         child(a)
+        return
+    if a.check_rates:
+        import rlvr
+        import torch
+        from rlvr.trainer.smollm import smollm2_folder
+        torch.set_num_threads(a.threads)
+        _register_env()
+        a.out.mkdir(parents=True, exist_ok=True)
+        print(check_rates(smollm2_folder(), rlvr.load_env(ENV_NAME), a.check_rates,
+                          a.rate_prompts, a.rate_samples, a.tokens,
+                          a.out / f"rates-{a.check_rates}.json"), flush=True)
         return
     if a.check:
         import rlvr
