@@ -113,7 +113,7 @@ class HeldOut:
         r = score(self.env, generate(self.model, self.tokenizer, self.tasks, 1, self.tokens,
                                      greedy=True, share_prefix=True))
         from rlvr.verifiers.parser import last_boxed
-        right = sum(v.score >= 1.0 for v in r.verdicts)
+        right = sum(v.solved for v in r.verdicts)
         boxed = sum(last_boxed(c.text) is not None for c in r.completions)
         return {"accuracy": right / len(self.tasks), "right": right,
                 "boxed_rate": boxed / len(self.tasks),
@@ -330,7 +330,7 @@ def check_rates(model_path: str, env, sampler: str, prompts: int, per_prompt: in
         r = score(env, generate(m, tok, chunk, per_prompt, tokens, temperature=1.0,
                                 share_prefix=sampler == "shared",
                                 seeds=[1000 + i + j for j in range(len(chunk))]))
-        right += [int(v.score >= 1.0) for v in r.verdicts]
+        right += [int(v.solved) for v in r.verdicts]
         lengths += [len(c) for c in r.completion_ids]
         stopped += sum(c.finish_reason == "stop" for c in r.completions)
     res = {"sampler": sampler, "samples": len(right), "right": sum(right),

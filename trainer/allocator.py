@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 
@@ -44,16 +45,22 @@ def release_freed_memory(threshold: int = MMAP_THRESHOLD) -> bool:
     if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = _libc().mallopt
     except (OSError, AttributeError):
         return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     global _pinned
     ok = mallopt(_M_MMAP_THRESHOLD, int(threshold)) == 1
     mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)      # known, so heap_reuse can restore it
     _pinned = int(threshold) if ok else None
     return ok
+
+
+@functools.cache
+def _libc():
+    """glibc, loaded once (heap_reuse runs twice a training step)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return libc
 
 
 @contextlib.contextmanager
@@ -74,8 +81,7 @@ def heap_reuse(threshold: int = HEAP_THRESHOLD):
     if _pinned is None:
         yield
         return
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    libc = _libc()
     libc.mallopt(_M_MMAP_THRESHOLD, int(threshold))
     libc.mallopt(_M_TRIM_THRESHOLD, 2 * int(threshold))   # no giving back between tokens
     try:

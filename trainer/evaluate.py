@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rlvr.core import Verdict
+
 from .eval_records import SampleStore, TaskRecord, task_seeds
 from .passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
@@ -196,10 +198,6 @@ def distinct_tasks(env, split: str, n: int, seed: int = 0, max_draws: int = 50) 
                      f"(asked for {n}); lower the count or make the environment larger")
 
 
-def _correct(v) -> bool:
-    return v.solved
-
-
 # --- samplers: turn tasks into completions ------------------------------------------------------
 class LocalSampler:
     """A transformers model on this machine, through the trainer's shared-prefix sampler: each
@@ -240,7 +238,7 @@ def _score_tasks(env, tasks, sampled, greedy, seeds, n) -> list[TaskRecord]:
         rows = list(zip(flat[pos:pos + g + s], verdicts[pos:pos + g + s]))
         pos += g + s
         out.append(TaskRecord.from_scored(task, seeds[i], rows[:g], rows[g:], env.parser,
-                                          _correct))
+                                          Verdict.solved.fget))
     return out
 
 
@@ -465,9 +463,9 @@ def evaluate_in_training(env, engine, cfg, step: int, dist) -> dict:
     sampled = score(env, engine.generate(tasks, k, cfg.max_completion_length,
                                          temperature=cfg.temperature, top_p=cfg.top_p,
                                          seeds=seeds))
-    hits = [sum(_correct(v) for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
+    hits = [sum(v.solved for v in sampled.verdicts[i * k:(i + 1) * k]) for i in range(len(tasks))]
     passk, greedy_ok, reward_sum = dist.sum([
-        sum(pass_at_k(k, c, k) for c in hits), sum(map(_correct, greedy.verdicts)),
+        sum(pass_at_k(k, c, k) for c in hits), sum(v.solved for v in greedy.verdicts),
         float(sampled.rewards.sum())])
     # the greedy pass@1 keeps its name; the sampled estimate gets its own (k may be 1)
     return {f"pass@{k}" if k > 1 else "pass@1/sampled": passk / n, "pass@1": greedy_ok / n,
