@@ -77,6 +77,9 @@ def heap_reuse(threshold: int = HEAP_THRESHOLD):
     heap reuse costs 0.22 GiB of peak, and in a large evaluation batch (100 rows) the KV cache
     grown by concatenation leaves its last size as holes in the heap -- a 0.8 GiB cache took
     0.65 GiB more. The trainer uses it for the step's sampling and the no-grad passes only.
+    The trim gives back the pages of freed heap but not its address range when a live block
+    sits above it: later tensors of any size can be served from those holes and keep their
+    pages until the next trim, at most the block's high-water mark.
     A no-op unless `release_freed_memory` pinned the threshold in this process."""
     if _pinned is None:
         yield
