@@ -243,48 +243,71 @@ def child(a) -> None:
 
 
 # --- the equivalence checks (--check): cheap, one small rollout each ----------------------------
-def check_one_step(model_path: str) -> str:
-    """One whole optimizer step on the same rollout: TRL's GRPOTrainer with its generation
-    replaced by rlvr's completions vs rlvr's Trainer.update; the weight changes must agree."""
+def check_steps(model_path: str, steps: int = 3) -> str:
+    """`steps` whole optimizer steps on the same rollouts: rlvr's Trainer samples and updates;
+    TRL's GRPOTrainer gets those completions and rewards in its place (its generation
+    replaced). The weights must agree after every step -- which also checks what carries over
+    between steps (AdamW's moments and step count, the LR schedule)."""
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
     from rlvr.trainer import TrainConfig, Trainer
-    P, G, rewards = 2, 4, [1., 0., 0., 1., 0., 1., 0., 0.]
+    P, G = 2, 4
+    patterns = [[1., 0., 0., 1., 0., 1., 0., 0.], [0., 0., 1., 0., 0., 0., 0., 0.],
+                [0., 0., 0., 0., 0., 0., 0., 0.], [1., 1., 0., 1., 0., 1., 1., 0.]]
+    rewards = [patterns[k % len(patterns)] for k in range(steps)]   # step 3: no signal at all
     tr = Trainer(TrainConfig.from_preset(
-        "grpo", model=model_path, env=ENV_NAME, seed=3, steps=1, prompts_per_step=P, group_size=G,
-        max_completion_length=32, lr=1e-5, beta=0.0, loss_aggregation="token_mean",
+        "grpo", model=model_path, env=ENV_NAME, seed=3, steps=steps, prompts_per_step=P,
+        group_size=G, max_completion_length=32, lr=1e-5, beta=0.0, loss_aggregation="token_mean",
         micro_batch_size=G, reward_deadline_s=0, output_dir="/tmp/rlvr-bench/check-rlvr",
         checkpoint_every=0, tensorboard=False, progress=False))
     w0 = {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}
-    rollout, _ = tr.collect()
-    rollout.rewards = torch.tensor(rewards)          # signal in both groups
-    ours = tr.update(tr.prepare(rollout), first=True)["grad_norm"]
-    d_rlvr = torch.cat([(v - w0[k]).flatten() for k, v in tr.policy.state_dict().items()]).double()
-    fixed = iter(rewards)
+    rollouts, ours, w_rlvr = [], [], []
+    for k in range(steps):
+        rollout, _ = tr.collect()
+        rollout.rewards = torch.tensor(rewards[k])
+        ours.append(tr.update(tr.prepare(rollout), first=True)["grad_norm"])
+        tr.step += 1
+        rollouts.append(rollout)
+        w_rlvr.append(torch.cat([(v - w0[k2]).flatten()
+                                 for k2, v in tr.policy.state_dict().items()]).double())
+    fixed = iter(x for r in rewards for x in r)
     cfg = GRPOConfig(output_dir="/tmp/rlvr-bench/check-trl", use_cpu=True, bf16=False,
-                     shuffle_dataset=False, max_steps=1, learning_rate=1e-5,
+                     shuffle_dataset=False, max_steps=steps, learning_rate=1e-5,
                      lr_scheduler_type="constant", gradient_checkpointing=False, num_generations=G,
                      generation_batch_size=P * G, per_device_train_batch_size=G,
                      gradient_accumulation_steps=P, max_completion_length=32, beta=0.0,
                      loss_type="dapo", logging_steps=1, report_to="none", save_strategy="no",
                      disable_tqdm=True)
     model = AutoModelForCausalLM.from_pretrained(model_path)
+    w_trl = []
+
+    class Snapshot(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            w_trl.append(torch.cat([(v - w0[k]).flatten()
+                                    for k, v in model.state_dict().items()]).double())
+
+    prompts = [{"prompt": t.prompt} for r in rollouts for t in r.tasks[::G]]
     t = GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [next(fixed) for _ in completions],
                     args=cfg, processing_class=AutoTokenizer.from_pretrained(model_path),
-                    train_dataset=Dataset.from_list([{"prompt": x.prompt} for x in rollout.tasks[::G]]))
+                    train_dataset=Dataset.from_list(prompts), callbacks=[Snapshot()])
+    queue = iter(rollouts)
 
     def replay(prompt_ids, *args, **kw):
+        rollout = next(queue)
         assert [list(p) for p in prompt_ids] == rollout.prompt_ids, "TRL rendered other prompt ids"
         return [list(c) for c in rollout.completion_ids], None
     t._generate_single_turn = replay
     t.train()
-    d_trl = torch.cat([(v - w0[k]).flatten() for k, v in model.state_dict().items()]).double()
-    return (f"one step, same rollout: grad norm rlvr {ours:.6g} TRL {t.state.log_history[0]['grad_norm']:.6g}; "
-            f"weight change norm rlvr {d_rlvr.norm():.6g} TRL {d_trl.norm():.6g}, relative "
-            f"difference {(d_rlvr - d_trl).norm() / d_trl.norm():.2e}, cosine "
-            f"{(d_rlvr @ d_trl) / (d_rlvr.norm() * d_trl.norm()):.6f}")
+    norms = [h["grad_norm"] for h in t.state.log_history if "grad_norm" in h]
+    lines = []
+    for k, (a, b) in enumerate(zip(w_rlvr, w_trl)):
+        lines.append(f"step {k + 1} (rewards {sum(rewards[k]):.0f}/{len(rewards[k])}): grad norm "
+                     f"rlvr {ours[k]:.6g} TRL {norms[k]:.6g}; weight change norm rlvr {a.norm():.6g} "
+                     f"TRL {b.norm():.6g}, relative difference {(a - b).norm() / b.norm():.2e}, "
+                     f"cosine {(a @ b) / (a.norm() * b.norm()):.6f}")
+    return "same rollouts, step by step:\n  " + "\n  ".join(lines)
 
 
 def check_samplers(model_path: str, env) -> str:
@@ -310,6 +333,83 @@ def check_samplers(model_path: str, env) -> str:
         out.append(f"{'rlvr shared-prefix' if share else 'transformers generate'}: mean(-log p - H) "
                    f"= {x.mean():.3f} +- {x.std() / x.numel() ** 0.5:.3f} over {x.numel()} tokens")
     return "; ".join(out)
+
+
+def check_sampler_logits(model_path: str, env, prompts: int = 8, G: int = 8,
+                         tokens: int = 48) -> str:
+    """Each sampler's log-probability of every token it drew, as the sampler computed it,
+    against the training forward's (teacher-forced, what the loss differentiates): a sampler
+    that decodes with other positions, masks or cache contents than the model is trained
+    with draws from another distribution, and the gap shows here token by token. rlvr's
+    shared-prefix sampler (its `_pick` sees the logits) and transformers' `generate` with
+    TRL's settings (`output_scores`: the raw logits at T = 1, no warpers)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    from rlvr.trainer import rollout as ro
+    from rlvr.trainer.models import completion_logprobs, pack
+    tok = AutoTokenizer.from_pretrained(model_path)
+    m = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    tasks = env.sample(prompts, "train")
+    ids = [ro.encode_prompt(tok, t.prompt) for t in tasks]
+    eos = ro._eos_ids(m, tok)
+
+    def training_logp(seqs):
+        out = []
+        with torch.no_grad():
+            for g in range(len(ids)):
+                rows = list(range(g * G, g * G + G))
+                mb = pack([rows], [ids[r // G] for r in range(len(seqs))], seqs,
+                          tok.pad_token_id, "cpu", True)
+                lp, _ = completion_logprobs(m, mb, 1.0)
+                out += [lp[i, :len(seqs[r])] for i, r in enumerate(rows)]
+        return out
+
+    def shared():
+        seen, pick = [], ro._pick
+
+        def spy(logits, *args, **kw):
+            t = pick(logits, *args, **kw)
+            seen.append(torch.log_softmax(logits.float(), -1).gather(1, t[:, None]).squeeze(1))
+            return t
+        ro._pick = spy
+        try:
+            with torch.no_grad():
+                seqs = ro.sample_shared_prefix(m, ids, G, tokens, eos, tok.pad_token_id,
+                                               seeds=list(range(len(ids))))
+        finally:
+            ro._pick = pick
+        own = [[] for _ in seqs]        # rows leave in order: step t's rows are those longer than t
+        for t, lp in enumerate(seen):
+            for i, r in enumerate([r for r, s in enumerate(seqs) if len(s) > t]):
+                own[r].append(float(lp[i]))
+        return seqs, own
+
+    def hf():
+        cfg = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                               max_new_tokens=tokens, num_return_sequences=G,
+                               pad_token_id=tok.pad_token_id, eos_token_id=sorted(eos),
+                               output_scores=True, return_dict_in_generate=True)
+        x, attn = ro._left_pad(ids, tok.pad_token_id, "cpu")
+        torch.manual_seed(0)
+        with torch.no_grad():
+            out = m.generate(input_ids=x, attention_mask=attn, generation_config=cfg)
+        gen = out.sequences[:, x.size(1):].tolist()
+        seqs, own = [], []
+        for r, row in enumerate(gen):
+            stop = next((i for i, t in enumerate(row) if t in eos), None)
+            seq = row[:stop + 1] if stop is not None else row
+            seqs.append(seq)
+            own.append([float(torch.log_softmax(out.scores[t][r].float(), -1)[seq[t]])
+                        for t in range(len(seq))])
+        return seqs, own
+
+    lines = []
+    for name, fn in (("rlvr shared-prefix", shared), ("transformers generate", hf)):
+        seqs, own = fn()
+        diff = torch.cat([torch.tensor(o) - t for o, t in zip(own, training_logp(seqs))])
+        lines.append(f"{name}: {diff.numel()} tokens, sampler log p - training log p: "
+                     f"max |.| {diff.abs().max():.2e}, mean {diff.mean():+.2e}")
+    return "; ".join(lines)
 
 
 def check_rates(model_path: str, env, sampler: str, prompts: int, per_prompt: int,
@@ -496,7 +596,9 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
     p.add_argument("--check", action="store_true",
-                   help="only the equivalence checks: one step on the same rollout, sampler bias")
+                   help="only the equivalence checks: sampler bias, then --check-steps optimizer steps on the same rollouts")
+    p.add_argument("--check-steps", type=int, default=4,
+                   help="optimizer steps of --check's same-rollout comparison")
     p.add_argument("--check-rates", choices=["shared", "hf"],
                    help="only the sampler success-rate check for one sampler (run both, compare)")
     p.add_argument("--rate-prompts", type=int, default=64)
@@ -527,7 +629,8 @@ def main() -> None:
         torch.set_num_threads(a.threads)
         _register_env()
         print(check_samplers(smollm2_folder(), rlvr.load_env(ENV_NAME)), flush=True)
-        print(check_one_step(smollm2_folder()), flush=True)
+        print(check_sampler_logits(smollm2_folder(), rlvr.load_env(ENV_NAME)), flush=True)
+        print(check_steps(smollm2_folder(), a.check_steps), flush=True)
         return
     a.out.mkdir(parents=True, exist_ok=True)
     if not a.summary:
