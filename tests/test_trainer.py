@@ -215,6 +215,35 @@ def test_shared_prefix_sampler_matches_hf_generate_greedy(tiny_model, tmp_path):
     assert [c.finish_reason for c in ours.completions] == [c.finish_reason for c in hf.completions]
 
 
+def test_common_prefix_is_prefilled_once_with_the_same_result(tiny_model, tmp_path):
+    # A system prompt shared by every prompt is computed once and each remainder on top of it
+    # (padding between the two): the logits, and greedy and seeded completions, are those of
+    # prefilling each prompt whole -- including prompts of different lengths.
+    import rlvr.trainer.rollout as ro
+    tr = Trainer(tiny_config(tiny_model, tmp_path / "p"))
+    tok, policy = tr.tokenizer, tr.policy
+    system = tok.encode("You are a careful assistant who adds numbers and then states the sum. " * 2)
+    prompts = [system + tok.encode(q) for q in ("1 + 2 =", "13 + 4 =", "100 + 250 + 7 =")]
+    assert len(set(map(len, prompts))) == 3 and len(system) >= ro.MIN_COMMON_PREFIX
+    with torch.no_grad():
+        _, shared, attn = ro.prefill(policy, prompts, tok.pad_token_id)
+        width = max(map(len, prompts))
+        assert attn.shape == (3, width) and attn.sum(-1).tolist() == [len(p) for p in prompts]
+        for i, p in enumerate(prompts):              # each alone: no padding at all
+            alone = policy(input_ids=torch.tensor([p])).logits[0, -1]
+            assert torch.allclose(shared[i], alone, atol=1e-4)
+    eos = {tok.eos_token_id}
+    run = lambda: [ro.sample_shared_prefix(policy, prompts, 2, 16, eos, tok.pad_token_id,
+                                           greedy=g, seeds=[4, 5, 6]) for g in (True, False)]
+    once = run()
+    ro_min, ro.MIN_COMMON_PREFIX = ro.MIN_COMMON_PREFIX, 10 ** 9     # whole prompts, as before
+    try:
+        whole = run()
+    finally:
+        ro.MIN_COMMON_PREFIX = ro_min
+    assert once == whole and any(len(s) > 1 for s in once[0])
+
+
 def test_failed_verdicts_are_counted_and_left_out(tiny_model, tmp_path):
     # Every other verdict times out: counted in the metrics, zero advantage, no loss tokens.
     from rlvr.core import Verdict

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -235,21 +236,51 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
     return torch.cat(parts).squeeze(-1)
 
 
+MIN_COMMON_PREFIX = 16
+"""Tokens: a common prefix shorter than this is prefilled with the rest of each prompt (the
+extra forward call would cost about what it saves)."""
+
+
+def prefill(model, prompts: list[list[int]], pad_id: int):
+    """Run the prompts through the model once: (KV cache, last-position logits [n, V], 2-D
+    attention mask). A system prompt and instructions are often most of every prompt (96 of the
+    main job's 112 tokens), so a prefix common to all prompts is computed once and each prompt's
+    remainder on top of it; the remainders are left-padded, so the padding sits between the two
+    parts, masked, with positions counted over real tokens only."""
+    device = next(model.parameters()).device
+    common = len(os.path.commonprefix(prompts)) if len(prompts) > 1 else 0
+    common = min(common, min(map(len, prompts)) - 1)       # every row keeps a token to predict from
+    if common < MIN_COMMON_PREFIX:
+        ids, attn = _left_pad(prompts, pad_id, device)
+        out = model(input_ids=ids, attention_mask=attn,
+                    position_ids=(attn.cumsum(-1) - 1).clamp_min(0), use_cache=True,
+                    logits_to_keep=1)
+        return returned_cache(out), out.logits[:, -1], attn
+    head = torch.tensor([prompts[0][:common]], device=device)
+    cache = returned_cache(model(input_ids=head, use_cache=True, logits_to_keep=1))
+    cache.batch_repeat_interleave(len(prompts))
+    ids, tail_attn = _left_pad([p[common:] for p in prompts], pad_id, device)
+    attn = torch.cat([torch.ones(len(prompts), common, dtype=tail_attn.dtype, device=device),
+                      tail_attn], 1)
+    out = model(input_ids=ids, attention_mask=attn,
+                position_ids=(attn.cumsum(-1) - 1)[:, common:], use_cache=True,
+                logits_to_keep=1, **{cache_kwarg(model): cache})
+    return returned_cache(out), out.logits[:, -1], attn
+
+
 def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
                          pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
                          greedy: bool = False, seeds: list[int] | None = None) -> list[list[int]]:
-    """Decode G completions per prompt with a KV cache: each prompt is prefilled once and its
-    cache repeated G times (plain `generate` prefills every copy), and rows that emitted EOS
-    leave the batch at once (plain `generate` keeps computing them until all finish).
+    """Decode G completions per prompt with a KV cache: each prompt is prefilled once (a prefix
+    common to all prompts once for all: `prefill`) and its cache repeated G times (plain
+    `generate` prefills every copy), and rows that emitted EOS leave the batch at once (plain
+    `generate` keeps computing them until all finish).
     `seeds`: one per prompt; its group samples from its own generator."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
-    ids, attn = _left_pad(prompts, pad_id, device)
-    out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
-                use_cache=True, logits_to_keep=1)
-    cache = returned_cache(out)
+    cache, logits, attn = prefill(model, prompts, pad_id)
     cache.batch_repeat_interleave(G)
-    logits = out.logits[:, -1].repeat_interleave(G, 0)
+    logits = logits.repeat_interleave(G, 0)
     attn = attn.repeat_interleave(G, 0)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
                          top_p, greedy, [row // G for row in range(len(prompts) * G)], gens)
