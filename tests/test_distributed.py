@@ -77,11 +77,14 @@ def test_two_gloo_ranks_train_like_one_process(tiny_model, tmp_path, preset):
     assert two[0]["world_size"] == 2 and "world_size" not in one[0]
     assert two[0]["samples/count"] == 12    # the global batch: 4 prompts x 3, not one rank's 6
     assert_same_metrics(rows(tmp_path / "one" / "eval.jsonl"), rows(tmp_path / "two" / "eval.jsonl"))
-    # the trained weights themselves agree
+    # the trained weights themselves agree, to float rounding: the prompt prefix every row
+    # shares has its gradient summed before its backward in one process and after it across
+    # ranks (the same sum, other rounding: ~1e-6 after two AdamW steps of lr 1e-2; a wrong
+    # gradient moves weights by ~lr)
     a = load_policy(str(tmp_path / "one" / "checkpoints" / "step-000002" / "policy"), "float32", "cpu")
     b = load_policy(str(tmp_path / "two" / "checkpoints" / "step-000002" / "policy"), "float32", "cpu")
     for (name, p), q in zip(a.named_parameters(), b.parameters()):
-        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-5, msg=name)
 
 
 def test_checkpoint_resumes_under_another_world_size(tiny_model, tmp_path):

@@ -206,6 +206,78 @@ def test_checkpointing_gives_the_same_gradients(tiny_model, tmp_path, share_pref
     assert all(torch.allclose(a, b, atol=1e-6, rtol=1e-5) for a, b in zip(plain, again))
 
 
+@pytest.mark.parametrize("preset,extra", [
+    ("grpo", {"beta": 0.1}), ("grpo", {"beta": 0.1, "gradient_checkpointing": True}),
+    ("ppo", {}), ("grpo", {"lora_rank": 4, "beta": 0.1})])
+def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, tmp_path,
+                                                                   monkeypatch, preset, extra):
+    # A system turn that begins every prompt runs once per pass (reference, critic values,
+    # update) instead of once per micro-batch: the same reference log-probs, values, loss and
+    # gradients as running every prompt whole.
+    import copy
+    import rlvr.trainer.loop as loop
+    first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
+    rollout, _ = first.collect()
+    system = first.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
+    rollout.prompt_ids = [system + p for p in rollout.prompt_ids]
+
+    def run(shared: bool, name: str):
+        if not shared:
+            monkeypatch.setattr(loop, "MIN_COMMON_PREFIX", 10 ** 9)
+        tr = Trainer(config(tiny_model, tmp_path / name, preset, micro_batch_size=3, **extra))
+        params = [p for g in tr.optimizer.param_groups for p in g["params"]]
+        grads, step = [], tr.optimizer.step
+
+        def spy(*a, **kw):
+            grads.extend(p.grad.clone() if p.grad is not None else None for p in params)
+            return step(*a, **kw)
+        tr.optimizer.step = spy
+        batch = tr.prepare(copy.deepcopy(rollout))
+        assert len(batch.micro) == 2 and (batch.prefix is not None) == shared
+        result = tr.update(batch, first=True)
+        return batch, result, grads
+
+    (a, ra, ga), (b, rb, gb) = run(True, "a"), run(False, "b")
+    assert a.micro[0].prompt_ids.size(1) < b.micro[0].prompt_ids.size(1) - len(system) + 2
+    for x, y in zip(a.ref_logp + a.old_values, b.ref_logp + b.old_values):
+        assert (x is None) == (y is None) and (x is None or torch.allclose(x, y, atol=1e-5))
+    assert ra["loss"] == pytest.approx(rb["loss"], rel=1e-4, abs=1e-6)
+    assert ra["grad_norm"] == pytest.approx(rb["grad_norm"], rel=1e-4)
+    assert len(ga) == len(gb) > 0 and sum(g is not None for g in ga) > 0
+    for x, y in zip(ga, gb):
+        assert (x is None) == (y is None)
+        assert x is None or torch.allclose(x, y, atol=1e-6, rtol=1e-4)
+
+
+def test_a_shared_prefix_follows_the_weights_and_its_gradient_is_sent(tiny_model, tmp_path):
+    # The prefix's cache belongs to one pass: after an update it is recomputed from the new
+    # weights (never a stale one), and a pass with gradients that was never sent through the
+    # prefix stops the next pass of that model loudly instead of losing its share.
+    from rlvr.trainer.models import pack
+    tr = Trainer(config(tiny_model, tmp_path / "w", "grpo", micro_batch_size=3))
+    rollout, _ = tr.collect()
+    system = tr.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
+    rollout.prompt_ids = [system + p for p in rollout.prompt_ids]
+    rollout.rewards = torch.tensor([1., 0., 0., 1., 1., 0.])
+    batch = tr.prepare(rollout)
+    tr.update(batch, first=True)
+    mb = batch.micro[0]
+    whole = pack([mb.rows], rollout.prompt_ids, rollout.completion_ids, tr.tokenizer.pad_token_id,
+                 "cpu", True)
+    with torch.no_grad():
+        now, _ = completion_logprobs(tr.policy, mb)
+        want, _ = completion_logprobs(tr.policy, whole)
+    assert torch.allclose(now[mb.mask], want[whole.mask], atol=1e-5)
+    logp, _ = completion_logprobs(tr.policy, mb)
+    logp.sum().backward()                      # a pass with gradients, never sent ...
+    with torch.no_grad():
+        next(tr.policy.parameters()).add_(0.0)  # ... and a weight write
+    with pytest.raises(RuntimeError, match="never sent"):
+        completion_logprobs(tr.policy, mb)
+    batch.prefix.backward()
+    completion_logprobs(tr.policy, mb)
+
+
 def test_checkpointing_changes_no_metric(tiny_model, tmp_path):
     Trainer(config(tiny_model, tmp_path / "x", steps=2)).train()
     Trainer(config(tiny_model, tmp_path / "y", steps=2, gradient_checkpointing=True)).train()

@@ -41,10 +41,10 @@ from .engines import make_engine
 from .episodes import (episode_engine, episode_metrics, episode_sample, overlong_lengths,
                        policy_tokens)
 from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
-from .models import (AdaptersOff, MicroBatch, ValueModel, add_lora, autocast, completion_logprobs,
-                     completion_values, enable_checkpointing, frozen_copy, load_lora, load_policy,
-                     load_tokenizer, lora_dropout_active, pack)
-from .rollout import PromptStream, Rollout, score
+from .models import (AdaptersOff, MicroBatch, SharedPrefix, ValueModel, add_lora, autocast,
+                     completion_logprobs, completion_values, enable_checkpointing, frozen_copy,
+                     load_lora, load_policy, load_tokenizer, lora_dropout_active, one_pass, pack)
+from .rollout import MIN_COMMON_PREFIX, PromptStream, Rollout, common_prefix, score
 
 __all__ = ["Trainer", "train", "resume"]
 
@@ -63,6 +63,7 @@ class Batch:
     num_seqs: float
     num_tokens: float
     stats: dict = field(default_factory=dict)
+    prefix: SharedPrefix | None = None        # prompt tokens every row begins with, run once a pass
 
 
 class Trainer:
@@ -278,9 +279,11 @@ class Trainer:
 
     def _prepare(self, rollout: Rollout) -> Batch:
         cfg = self.cfg
+        parts = _micro_batches(rollout, cfg.micro_batch_size)
+        prefix = self._shared_prefix(rollout, len(parts))
         micro = [pack(groups, rollout.prompt_ids, rollout.completion_ids,
-                      self.tokenizer.pad_token_id, self.device, self.share_prefix)
-                 for groups in _micro_batches(rollout, cfg.micro_batch_size)]
+                      self.tokenizer.pad_token_id, self.device, self.share_prefix, prefix)
+                 for groups in parts]
         valid = rollout.valid.to(self.device)
         trains = valid      # samples that carry loss: valid ones, minus truncated if filtered
         if cfg.mask_truncated_completions:
@@ -288,22 +291,33 @@ class Trainer:
             trains = valid & ~cut.to(self.device)
         own = [policy_tokens(rollout, mb) for mb in micro]    # environment tokens: never trained
         loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
-        ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
-               for mb in micro]
+        with one_pass(prefix):
+            ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
+                   for mb in micro]
         kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
-        old = [completion_logprobs(self.policy, mb, cfg.temperature)[0] if kl_in_reward else None
-               for mb in micro]
+        with one_pass(prefix):
+            old = [completion_logprobs(self.policy, mb, cfg.temperature)[0] if kl_in_reward
+                   else None for mb in micro]
         kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~p, 0.0)
                   if kl_in_reward else None for o, r, p in zip(old, ref, own)]
         # Normalisers of the *global* batch: each rank's loss is then its share of the whole.
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
                       [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
+        batch.prefix = prefix
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
             self._token_advantages(batch, kl_tok)
         else:
             self._outcome_advantages(batch, kl_tok)
         return batch
+
+    def _shared_prefix(self, rollout: Rollout, n_micro: int) -> SharedPrefix | None:
+        """The prompt tokens every row begins with (a system turn), run once per pass rather
+        than once per micro-batch when there are several and it is long enough to pay."""
+        if not self.share_prefix or n_micro < 2:
+            return None
+        n = common_prefix(rollout.prompt_ids)
+        return SharedPrefix(rollout.prompt_ids[0][:n], self.device) if n >= MIN_COMMON_PREFIX else None
 
     def _outcome_advantages(self, batch: Batch, kl_tok: list) -> None:
         """Completion-level advantages (REINFORCE, RLOO, GRPO family), repeated on every token.
@@ -334,17 +348,19 @@ class Trainer:
         (whitened over the global batch if asked) and returns -- computed once here, frozen
         for every inner step."""
         cfg, evs = self.cfg, []
-        for i, mb in enumerate(batch.micro):
+        with one_pass(batch.prefix):
+            values = [completion_values(self.critic, mb) if self.critic is not None else None
+                      for mb in batch.micro]
+        for i, (mb, v) in enumerate(zip(batch.micro, values)):
             outcome = batch.rollout.rewards.to(self.device)[mb.rows]
             kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
             token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
-            values = completion_values(self.critic, mb) if self.critic is not None else None
-            adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, values, mb.mask, cfg.gamma,
+            adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, v, mb.mask, cfg.gamma,
                                                            cfg.gae_lambda)
             batch.advantages.append(adv.masked_fill(~batch.loss_mask[i], 0.0))
-            batch.returns[i], batch.old_values[i] = ret, values
-            if values is not None:
-                evs.append((values[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
+            batch.returns[i], batch.old_values[i] = ret, v
+            if v is not None:
+                evs.append((v[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
         if cfg.whiten_advantages:
             stats = alg.whitening_stats(torch.cat([a[m] for a, m in zip(batch.advantages,
                                                                        batch.loss_mask)]),
@@ -368,12 +384,14 @@ class Trainer:
         """One optimizer step over the whole batch (gradients accumulated per micro-batch)."""
         cfg, acc = self.cfg, _Accumulator()
         self.optimizer.zero_grad(set_to_none=True)
-        for i in range(len(batch.micro)):
-            # (dropout stays on for the backward: checkpointed layers replay their forward there)
-            with lora_dropout_active(self.policy, cfg.lora_dropout > 0):
+        # (dropout stays on for the backward: checkpointed layers replay their forward there)
+        with lora_dropout_active(self.policy, cfg.lora_dropout > 0), one_pass(batch.prefix):
+            for i in range(len(batch.micro)):
                 with self.precision():
                     loss = self._micro_loss(batch, i, first, acc)
                 loss.backward()
+            if batch.prefix is not None:
+                batch.prefix.backward()         # the shared prompt prefix's gradient, once
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.dist.sum_gradients(params)      # ranks' shares of the global loss -> its gradient
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float("inf"))

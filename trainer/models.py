@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-__all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "MicroBatch", "pack",
-           "completion_logprobs", "completion_values", "frozen_copy", "add_lora", "load_lora",
+__all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "MicroBatch",
+           "SharedPrefix", "one_pass", "pack", "completion_logprobs", "completion_values", "frozen_copy", "add_lora", "load_lora",
            "AdaptersOff", "enable_checkpointing", "autocast", "lora_dropout_active"]
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -203,7 +203,8 @@ class MicroBatch:
     and row i of the completions continues prompt i // repeats. With `share_prefix`, each prompt
     is run once and its KV cache repeated over its group (exact: the same attention inputs,
     G times fewer prompt tokens through the model, gradients flow through the shared prefix);
-    otherwise each row is the full [prompt | completion] sequence.
+    otherwise each row is the full [prompt | completion] sequence. With a `prefix` (tokens that
+    begin every prompt of the batch), the prompts here are what follows it.
     """
     rows: list[int]                # rollout rows, in this micro-batch's order
     prompt_ids: torch.Tensor       # [g, P]
@@ -212,13 +213,98 @@ class MicroBatch:
     mask: torch.Tensor             # [m, C] bool, real completion tokens
     repeats: int                   # completions per prompt in this micro-batch
     share_prefix: bool = True
+    prefix: "SharedPrefix | None" = None
+
+
+class SharedPrefix:
+    """Prompt tokens that begin every prompt of a batch (a system turn and instructions: 96 of
+    the main job's 112), run through a model once per pass instead of once per micro-batch.
+
+    Each micro-batch continues from a copy of the prefix's KV cache. Under autograd the copies
+    hang off a cut (as in `_defer_prompt_backward`): their gradients gather on it micro-batch
+    after micro-batch, and `backward` sends the sum through the prefix's forward once, after the
+    last one. Exact up to float rounding (the same attention inputs as each prompt whole).
+    A pass is one model, with its current weights, grad mode on or off, over the batch's
+    micro-batches: the prefix is recomputed when any of these changes. A pass with gradients
+    must end with `backward` (the next one of that model refuses to start otherwise);
+    `release` frees what the passes hold."""
+
+    def __init__(self, ids: list[int], device):
+        self.ids = torch.tensor([ids], dtype=torch.long, device=device)
+        self._passes: dict[tuple, tuple] = {}    # pass -> (cache, cut outputs, cut leaves)
+
+    @property
+    def length(self) -> int:
+        return self.ids.size(1)
+
+    def cache(self, model, rows: int, keep: dict):
+        """The prefix's KV cache repeated over `rows` rows, computed at the pass's first call
+        (a pass: one model, its current weights, grad mode on or off)."""
+        key = (id(model), torch.is_grad_enabled(), _weights_version(model))
+        if key not in self._passes:
+            if any(k[0] == key[0] and any(leaf.grad is not None for leaf in v[2])
+                   for k, v in self._passes.items()):
+                raise RuntimeError("a shared prefix's gradient was never sent through it: "
+                                   "call backward() after a pass's last micro-batch")
+            cache = returned_cache(model(input_ids=self.ids, use_cache=True, **keep))
+            outs, leaves = [], []
+            for layer in getattr(cache, "layers", ()):
+                for name, t in list(vars(layer).items()):
+                    if isinstance(t, torch.Tensor) and t.requires_grad:
+                        outs.append(t)
+                        leaves.append(t.detach().requires_grad_())
+                        setattr(layer, name, leaves[-1])
+            self._passes[key] = (cache, outs, leaves)
+        template = self._passes[key][0]
+        copied = copy.copy(template)
+        copied.layers = [copy.copy(layer) for layer in template.layers]
+        copied.batch_repeat_interleave(rows)
+        return copied
+
+    def backward(self) -> None:
+        """End every open pass: the gradients gathered on the cut go through the prefix."""
+        for _, outs, leaves in self._passes.values():
+            pairs = [(o, leaf.grad) for o, leaf in zip(outs, leaves) if leaf.grad is not None]
+            if pairs:
+                torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        self._passes.clear()
+
+    def release(self) -> None:
+        """End every open pass without a backward (the no-grad passes)."""
+        self._passes.clear()
+
+
+def _weights_version(model) -> int:
+    """Changes whenever any weight is written in place (an optimizer step, a load)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return sum(p._version for p in base.parameters())
+
+
+@contextlib.contextmanager
+def one_pass(prefix: SharedPrefix | None):
+    """A pass over a batch's micro-batches: the shared prefix's cache lives for it only (the
+    next pass may run another model or new weights), even when the pass fails midway."""
+    try:
+        yield
+    finally:
+        if prefix is not None:
+            prefix.release()
 
 
 def pack(groups: list[list[int]], prompts: list[list[int]], completions: list[list[int]],
-         pad_id: int, device, share_prefix: bool = True) -> MicroBatch:
-    """Groups (lists of rollout rows with the same prompt and equal size) -> one MicroBatch."""
+         pad_id: int, device, share_prefix: bool = True,
+         prefix: SharedPrefix | None = None) -> MicroBatch:
+    """Groups (lists of rollout rows with the same prompt and equal size) -> one MicroBatch
+    (with a `prefix`, its prompts keep what follows it)."""
     rows = [r for grp in groups for r in grp]
     heads = [prompts[grp[0]] for grp in groups]
+    if prefix is not None:
+        if not share_prefix:
+            raise ValueError("a shared prefix needs share_prefix (the prompt run once per group)")
+        ids = prefix.ids[0].tolist()
+        if any(h[:len(ids)] != ids or len(h) <= len(ids) for h in heads):
+            raise ValueError("a prompt does not begin with the shared prefix")
+        heads = [h[len(ids):] for h in heads]
     P, C = max(map(len, heads)), max(max(len(completions[r]) for r in rows), 1)
     pids = torch.full((len(heads), P), pad_id, dtype=torch.long)
     pmask = torch.zeros_like(pids)
@@ -230,7 +316,7 @@ def pack(groups: list[list[int]], prompts: list[list[int]], completions: list[li
         targets[i, :len(completions[r])] = torch.tensor(completions[r], dtype=torch.long)
     mask = torch.arange(C)[None, :] < torch.tensor([len(completions[r]) for r in rows])[:, None]
     return MicroBatch(rows, pids.to(device), pmask.to(device), targets.to(device),
-                      mask.to(device), len(groups[0]), share_prefix)
+                      mask.to(device), len(groups[0]), share_prefix, prefix)
 
 
 def cache_kwarg(model) -> str:
@@ -267,22 +353,36 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]
         out = pick(model(input_ids=ids, attention_mask=attn, position_ids=pos, **keep))
         return [out[:, -(C + 1):-1]]
     # The prompt once per group; its last position predicts the first completion token.
-    pos = (mb.prompt_mask.cumsum(-1) - 1).clamp_min(0)
-    out = model(input_ids=mb.prompt_ids, attention_mask=mb.prompt_mask, position_ids=pos,
-                use_cache=True, **keep)
+    out, pmask = _prompt_forward(model, mb, keep)
     first = pick(out)[:, -1:].repeat_interleave(G, 0)
     if C == 1:
         return [first]
     cache = returned_cache(out)
     cache.batch_repeat_interleave(G)
     first = _defer_prompt_backward(first, cache)
-    pmask = mb.prompt_mask.repeat_interleave(G, 0)
+    pmask = pmask.repeat_interleave(G, 0)
     attn = torch.cat([pmask, mb.mask[:, :-1].long()], 1)
     cpos = pmask.sum(-1, keepdim=True) + torch.arange(C - 1, device=pmask.device)[None, :]
     rest = model(input_ids=mb.targets[:, :-1], attention_mask=attn, position_ids=cpos,
                  use_cache=True, **{cache_kwarg(model): cache},
                  **({"logits_to_keep": C - 1} if logits else {}))
     return [first, pick(rest)]
+
+
+def _prompt_forward(model, mb: MicroBatch, keep: dict):
+    """The micro-batch's prompts through the model, once each -> (output with its KV cache,
+    the prompts' attention mask); with a shared prefix, only what follows it, on its cache
+    (the left padding then sits between the two, masked; positions count real tokens)."""
+    if mb.prefix is None:
+        pos = (mb.prompt_mask.cumsum(-1) - 1).clamp_min(0)
+        return model(input_ids=mb.prompt_ids, attention_mask=mb.prompt_mask, position_ids=pos,
+                     use_cache=True, **keep), mb.prompt_mask
+    g, n = mb.prompt_ids.size(0), mb.prefix.length
+    attn = torch.cat([mb.prompt_mask.new_ones(g, n), mb.prompt_mask], 1)
+    out = model(input_ids=mb.prompt_ids, attention_mask=attn,
+                position_ids=(attn.cumsum(-1) - 1)[:, n:], use_cache=True,
+                **{cache_kwarg(model): mb.prefix.cache(model, g, keep)}, **keep)
+    return out, attn
 
 
 def _defer_prompt_backward(first: torch.Tensor, cache) -> torch.Tensor:

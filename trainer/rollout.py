@@ -241,6 +241,12 @@ MIN_COMMON_PREFIX = 16
 extra forward call would cost about what it saves)."""
 
 
+def common_prefix(prompts: list[list[int]]) -> int:
+    """How many tokens every prompt begins with, leaving each at least one of its own (the
+    position that predicts its first completion token)."""
+    return min(len(os.path.commonprefix(prompts)), min(map(len, prompts)) - 1)
+
+
 def prefill(model, prompts: list[list[int]], pad_id: int):
     """Run the prompts through the model once: (KV cache, last-position logits [n, V], 2-D
     attention mask). A system prompt and instructions are often most of every prompt (96 of the
@@ -248,8 +254,7 @@ def prefill(model, prompts: list[list[int]], pad_id: int):
     remainder on top of it; the remainders are left-padded, so the padding sits between the two
     parts, masked, with positions counted over real tokens only."""
     device = next(model.parameters()).device
-    common = len(os.path.commonprefix(prompts)) if len(prompts) > 1 else 0
-    common = min(common, min(map(len, prompts)) - 1)       # every row keeps a token to predict from
+    common = common_prefix(prompts) if len(prompts) > 1 else 0
     if common < MIN_COMMON_PREFIX:
         ids, attn = _left_pad(prompts, pad_id, device)
         out = model(input_ids=ids, attention_mask=attn,
