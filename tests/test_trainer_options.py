@@ -215,7 +215,7 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
     # update) instead of once per micro-batch: the same reference log-probs, values, loss and
     # gradients as running every prompt whole.
     import copy
-    import rlvr.trainer.loop as loop
+    import rlvr.trainer.models as models
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
     system = first.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
@@ -223,7 +223,7 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
 
     def run(shared: bool, name: str):
         if not shared:
-            monkeypatch.setattr(loop, "MIN_COMMON_PREFIX", 10 ** 9)
+            monkeypatch.setattr(models, "MIN_COMMON_PREFIX", 10 ** 9)
         tr = Trainer(config(tiny_model, tmp_path / name, preset, micro_batch_size=3, **extra))
         params = [p for g in tr.optimizer.param_groups for p in g["params"]]
         grads, step = [], tr.optimizer.step

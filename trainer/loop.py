@@ -44,7 +44,7 @@ from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
 from .models import (AdaptersOff, MicroBatch, SharedPrefix, ValueModel, add_lora, autocast,
                      completion_logprobs, completion_values, enable_checkpointing, frozen_copy,
                      load_lora, load_policy, load_tokenizer, lora_dropout_active, one_pass, pack)
-from .rollout import MIN_COMMON_PREFIX, PromptStream, Rollout, common_prefix, score
+from .rollout import PromptStream, Rollout, score
 
 __all__ = ["Trainer", "train", "resume"]
 
@@ -280,7 +280,9 @@ class Trainer:
     def _prepare(self, rollout: Rollout) -> Batch:
         cfg = self.cfg
         parts = _micro_batches(rollout, cfg.micro_batch_size)
-        prefix = self._shared_prefix(rollout, len(parts))
+        # a system turn that begins every prompt: once per pass, not once per micro-batch
+        prefix = (SharedPrefix.of(rollout.prompt_ids, self.device)
+                  if self.share_prefix and len(parts) > 1 else None)
         micro = [pack(groups, rollout.prompt_ids, rollout.completion_ids,
                       self.tokenizer.pad_token_id, self.device, self.share_prefix, prefix)
                  for groups in parts]
@@ -310,14 +312,6 @@ class Trainer:
         else:
             self._outcome_advantages(batch, kl_tok)
         return batch
-
-    def _shared_prefix(self, rollout: Rollout, n_micro: int) -> SharedPrefix | None:
-        """The prompt tokens every row begins with (a system turn), run once per pass rather
-        than once per micro-batch when there are several and it is long enough to pay."""
-        if not self.share_prefix or n_micro < 2:
-            return None
-        n = common_prefix(rollout.prompt_ids)
-        return SharedPrefix(rollout.prompt_ids[0][:n], self.device) if n >= MIN_COMMON_PREFIX else None
 
     def _outcome_advantages(self, batch: Batch, kl_tok: list) -> None:
         """Completion-level advantages (REINFORCE, RLOO, GRPO family), repeated on every token.

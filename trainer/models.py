@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 from dataclasses import dataclass
 
 import torch
@@ -216,6 +217,17 @@ class MicroBatch:
     prefix: "SharedPrefix | None" = None
 
 
+MIN_COMMON_PREFIX = 16
+"""Tokens: a shorter common prefix runs with the rest of each prompt (a separate forward call
+for it would cost about what it saves)."""
+
+
+def common_prefix(prompts: list[list[int]]) -> int:
+    """How many tokens every prompt begins with, leaving each at least one of its own (the
+    position that predicts its first completion token)."""
+    return min(len(os.path.commonprefix(prompts)), min(map(len, prompts)) - 1)
+
+
 class SharedPrefix:
     """Prompt tokens that begin every prompt of a batch (a system turn and instructions: 96 of
     the main job's 112), run through a model once per pass instead of once per micro-batch.
@@ -233,6 +245,12 @@ class SharedPrefix:
         self.ids = torch.tensor([ids], dtype=torch.long, device=device)
         self._passes: dict[tuple, tuple] = {}    # pass -> (cache, cut outputs, cut leaves)
 
+    @classmethod
+    def of(cls, prompts: list[list[int]], device) -> "SharedPrefix | None":
+        """The prefix all `prompts` share, if it is long enough to be worth running once."""
+        n = common_prefix(prompts)
+        return cls(prompts[0][:n], device) if n >= MIN_COMMON_PREFIX else None
+
     @property
     def length(self) -> int:
         return self.ids.size(1)
@@ -247,14 +265,7 @@ class SharedPrefix:
                 raise RuntimeError("a shared prefix's gradient was never sent through it: "
                                    "call backward() after a pass's last micro-batch")
             cache = returned_cache(model(input_ids=self.ids, use_cache=True, **keep))
-            outs, leaves = [], []
-            for layer in getattr(cache, "layers", ()):
-                for name, t in list(vars(layer).items()):
-                    if isinstance(t, torch.Tensor) and t.requires_grad:
-                        outs.append(t)
-                        leaves.append(t.detach().requires_grad_())
-                        setattr(layer, name, leaves[-1])
-            self._passes[key] = (cache, outs, leaves)
+            self._passes[key] = (cache, *cut_cache(cache))
         template = self._passes[key][0]
         copied = copy.copy(template)
         copied.layers = [copy.copy(layer) for layer in template.layers]
@@ -385,6 +396,20 @@ def _prompt_forward(model, mb: MicroBatch, keep: dict):
     return out, attn
 
 
+def cut_cache(cache) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Cut a KV cache's graph in place: each tensor that requires grad is swapped for a
+    detached leaf that does. -> (the originals, the leaves); the leaves' gradients, sent
+    through the originals, finish the backward."""
+    outs, leaves = [], []
+    for layer in getattr(cache, "layers", ()):
+        for name, t in list(vars(layer).items()):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                outs.append(t)
+                leaves.append(t.detach().requires_grad_())
+                setattr(layer, name, leaves[-1])
+    return outs, leaves
+
+
 def _defer_prompt_backward(first: torch.Tensor, cache) -> torch.Tensor:
     """Cut the graph between the prompt forward and the completion forward; the prompt's
     backward runs once the completion's has delivered the gradients of everything crossing
@@ -397,13 +422,9 @@ def _defer_prompt_backward(first: torch.Tensor, cache) -> torch.Tensor:
     "Trainer memory"). Cut, each pass accumulates into .grad as it goes."""
     if not (torch.is_grad_enabled() and first.requires_grad):
         return first
-    outs, cut = [first], [first.detach().requires_grad_()]
-    for layer in getattr(cache, "layers", ()):
-        for name, t in list(vars(layer).items()):
-            if isinstance(t, torch.Tensor) and t.requires_grad:
-                outs.append(t)
-                cut.append(t.detach().requires_grad_())
-                setattr(layer, name, cut[-1])
+    outs, cut = cut_cache(cache)
+    outs.insert(0, first)
+    cut.insert(0, first.detach().requires_grad_())
 
     def prompt_backward(grads):
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import random
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -16,7 +15,7 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .models import cache_kwarg, returned_cache
+from .models import MIN_COMMON_PREFIX, cache_kwarg, common_prefix, returned_cache
 from .prompts import tool_prompt
 
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
@@ -234,17 +233,6 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
     parts = [torch.multinomial(p, 1, generator=gens[g])
              for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
     return torch.cat(parts).squeeze(-1)
-
-
-MIN_COMMON_PREFIX = 16
-"""Tokens: a common prefix shorter than this is prefilled with the rest of each prompt (the
-extra forward call would cost about what it saves)."""
-
-
-def common_prefix(prompts: list[list[int]]) -> int:
-    """How many tokens every prompt begins with, leaving each at least one of its own (the
-    position that predicts its first completion token)."""
-    return min(len(os.path.commonprefix(prompts)), min(map(len, prompts)) - 1)
 
 
 def prefill(model, prompts: list[list[int]], pad_id: int):
