@@ -18,8 +18,9 @@ import torch
 from torch import nn
 
 __all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "MicroBatch",
-           "SharedPrefix", "one_pass", "pack", "completion_logprobs", "completion_values", "frozen_copy", "add_lora", "load_lora",
-           "AdaptersOff", "enable_checkpointing", "autocast", "lora_dropout_active"]
+           "SharedPrefix", "one_pass", "pack", "completion_logprobs", "completion_values",
+           "frozen_copy", "add_lora", "load_lora", "AdaptersOff", "enable_checkpointing",
+           "autocast", "lora_dropout_active"]
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
