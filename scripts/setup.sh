@@ -24,11 +24,9 @@ if [ -f "$stamp" ]; then
 fi
 log=.venv/pip-install.log
 echo "setting up .venv${extras:+ with the test extras} (first run takes a minute or two; pip's log: $log)" >&2
-# --no-compile: pip byte-compiles every module it installs (torch, transformers, sympy, pyarrow...:
-# 17 of the 75 s this took on a 2-core machine); Python compiles the few a run imports, once.
 {
   .venv/bin/python -m pip install --upgrade pip
-  .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install --no-compile "$TORCH_PIN"
-  .venv/bin/python -m pip install --no-compile -e ".$extras"
+  .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install "$TORCH_PIN"
+  .venv/bin/python -m pip install -e ".$extras"
 } > "$log" 2>&1 || { tail -n 30 "$log" >&2; echo "set-up failed; see $log" >&2; exit 1; }
 echo "$want $extras" > "$stamp"
