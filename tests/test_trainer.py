@@ -219,12 +219,13 @@ def test_common_prefix_is_prefilled_once_with_the_same_result(tiny_model, tmp_pa
     # A system prompt shared by every prompt is computed once and each remainder on top of it
     # (padding between the two): the logits, and greedy and seeded completions, are those of
     # prefilling each prompt whole -- including prompts of different lengths.
+    import rlvr.trainer.models as models
     import rlvr.trainer.rollout as ro
     tr = Trainer(tiny_config(tiny_model, tmp_path / "p"))
     tok, policy = tr.tokenizer, tr.policy
     system = tok.encode("You are a careful assistant who adds numbers and then states the sum. " * 2)
     prompts = [system + tok.encode(q) for q in ("1 + 2 =", "13 + 4 =", "100 + 250 + 7 =")]
-    assert len(set(map(len, prompts))) == 3 and len(system) >= ro.MIN_COMMON_PREFIX
+    assert len(set(map(len, prompts))) == 3 and len(system) >= models.MIN_COMMON_PREFIX
     with torch.no_grad():
         _, shared, attn = ro.prefill(policy, prompts, tok.pad_token_id)
         width = max(map(len, prompts))
@@ -236,11 +237,11 @@ def test_common_prefix_is_prefilled_once_with_the_same_result(tiny_model, tmp_pa
     run = lambda: [ro.sample_shared_prefix(policy, prompts, 2, 16, eos, tok.pad_token_id,
                                            greedy=g, seeds=[4, 5, 6]) for g in (True, False)]
     once = run()
-    ro_min, ro.MIN_COMMON_PREFIX = ro.MIN_COMMON_PREFIX, 10 ** 9     # whole prompts, as before
+    ro_min, models.MIN_COMMON_PREFIX = models.MIN_COMMON_PREFIX, 10 ** 9     # whole prompts, as before
     try:
         whole = run()
     finally:
-        ro.MIN_COMMON_PREFIX = ro_min
+        models.MIN_COMMON_PREFIX = ro_min
     assert once == whole and any(len(s) > 1 for s in once[0])
 
 

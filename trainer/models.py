@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 __all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "MicroBatch",
-           "SharedPrefix", "one_pass", "pack", "completion_logprobs", "completion_values",
+           "SharedPrefix", "one_pass", "prompt_forward", "pack", "completion_logprobs", "completion_values",
            "frozen_copy", "add_lora", "load_lora", "AdaptersOff", "enable_checkpointing",
            "autocast", "lora_dropout_active"]
 
@@ -382,18 +382,23 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]
 
 
 def _prompt_forward(model, mb: MicroBatch, keep: dict):
-    """The micro-batch's prompts through the model, once each -> (output with its KV cache,
-    the prompts' attention mask); with a shared prefix, only what follows it, on its cache
-    (the left padding then sits between the two, masked; positions count real tokens)."""
-    if mb.prefix is None:
-        pos = (mb.prompt_mask.cumsum(-1) - 1).clamp_min(0)
-        return model(input_ids=mb.prompt_ids, attention_mask=mb.prompt_mask, position_ids=pos,
-                     use_cache=True, **keep), mb.prompt_mask
-    g, n = mb.prompt_ids.size(0), mb.prefix.length
-    attn = torch.cat([mb.prompt_mask.new_ones(g, n), mb.prompt_mask], 1)
-    out = model(input_ids=mb.prompt_ids, attention_mask=attn,
-                position_ids=(attn.cumsum(-1) - 1)[:, n:], use_cache=True,
-                **{cache_kwarg(model): mb.prefix.cache(model, g, keep)}, **keep)
+    """The micro-batch's prompts through the model, once each (see `prompt_forward`)."""
+    return prompt_forward(model, mb.prompt_ids, mb.prompt_mask, mb.prefix, keep)
+
+
+def prompt_forward(model, ids: torch.Tensor, mask: torch.Tensor, prefix: SharedPrefix | None,
+                   keep: dict):
+    """Left-padded prompts [g, P] through the model -> (output with its KV cache, their
+    attention mask); with a shared prefix, `ids` are what follows it and run on its cache (the
+    left padding then sits between the two, masked; positions count real tokens)."""
+    if prefix is None:
+        pos = (mask.cumsum(-1) - 1).clamp_min(0)
+        return model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                     **keep), mask
+    g, n = ids.size(0), prefix.length
+    attn = torch.cat([mask.new_ones(g, n), mask], 1)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1)[:, n:],
+                use_cache=True, **{cache_kwarg(model): prefix.cache(model, g, keep)}, **keep)
     return out, attn
 
 

@@ -15,7 +15,7 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .models import MIN_COMMON_PREFIX, cache_kwarg, common_prefix, returned_cache
+from .models import SharedPrefix, cache_kwarg, one_pass, prompt_forward, returned_cache
 from .prompts import tool_prompt
 
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
@@ -239,25 +239,12 @@ def prefill(model, prompts: list[list[int]], pad_id: int):
     """Run the prompts through the model once: (KV cache, last-position logits [n, V], 2-D
     attention mask). A system prompt and instructions are often most of every prompt (96 of the
     main job's 112 tokens), so a prefix common to all prompts is computed once and each prompt's
-    remainder on top of it; the remainders are left-padded, so the padding sits between the two
-    parts, masked, with positions counted over real tokens only."""
+    remainder on top of it (`SharedPrefix`, as in the training passes)."""
     device = next(model.parameters()).device
-    common = common_prefix(prompts) if len(prompts) > 1 else 0
-    if common < MIN_COMMON_PREFIX:
-        ids, attn = _left_pad(prompts, pad_id, device)
-        out = model(input_ids=ids, attention_mask=attn,
-                    position_ids=(attn.cumsum(-1) - 1).clamp_min(0), use_cache=True,
-                    logits_to_keep=1)
-        return returned_cache(out), out.logits[:, -1], attn
-    head = torch.tensor([prompts[0][:common]], device=device)
-    cache = returned_cache(model(input_ids=head, use_cache=True, logits_to_keep=1))
-    cache.batch_repeat_interleave(len(prompts))
-    ids, tail_attn = _left_pad([p[common:] for p in prompts], pad_id, device)
-    attn = torch.cat([torch.ones(len(prompts), common, dtype=tail_attn.dtype, device=device),
-                      tail_attn], 1)
-    out = model(input_ids=ids, attention_mask=attn,
-                position_ids=(attn.cumsum(-1) - 1)[:, common:], use_cache=True,
-                logits_to_keep=1, **{cache_kwarg(model): cache})
+    prefix = SharedPrefix.of(prompts, device) if len(prompts) > 1 else None
+    ids, mask = _left_pad([p[prefix.length if prefix else 0:] for p in prompts], pad_id, device)
+    with one_pass(prefix):
+        out, attn = prompt_forward(model, ids, mask, prefix, {"logits_to_keep": 1})
     return returned_cache(out), out.logits[:, -1], attn
 
 
