@@ -177,14 +177,25 @@ def test_config_errors_are_clear(tmp_path):
     assert main(["train", "--resume", str(tmp_path / "nowhere")]) == 2
 
 
-def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path):
-    # One prompt pass per group with its KV cache repeated over the group gives the same
-    # log-probs, critic values and gradients as running every [prompt | completion] in full.
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, attention):
+    # One prompt pass per group, its completions packed back to back on rows that continue
+    # its KV cache, gives the same log-probs, critic values and gradients as running every
+    # [prompt | completion] in full -- completions of 1 to 16 tokens, either attention.
+    from rlvr.trainer import models
     tr = Trainer(tiny_config(tiny_model, tmp_path / "p", "ppo", share_prefix=False))
     rollout, _ = tr.collect()
+    for model in (tr.policy, tr.critic.backbone):
+        model.set_attn_implementation(attention)
+    lengths = [1, 16, 5, 9, 2, 16]
+    rollout.completion_ids = [(c + list(range(3, 20)))[:n]
+                              for c, n in zip(rollout.completion_ids, lengths)]
     from rlvr.trainer.loop import _micro_batches
     from rlvr.trainer.models import pack
+    packed_rows = []
     for groups in _micro_batches(rollout, 4):
+        mb = pack(groups, rollout.prompt_ids, rollout.completion_ids, 0, "cpu", True)
+        packed_rows.append(models.Packing.of(mb, mb.prompt_mask).ids.size(0))
         mbs = [pack(groups, rollout.prompt_ids, rollout.completion_ids,
                     tr.tokenizer.pad_token_id, "cpu", share) for share in (True, False)]
         grads = []
@@ -201,6 +212,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path):
         torch.nn.init.normal_(tr.critic.value_head.weight)
         va, vb = (completion_values(tr.critic, mb) for mb in mbs)
         assert torch.allclose(va[mbs[0].mask], vb[mbs[1].mask], atol=1e-5)
+    assert packed_rows == [2, 2]        # 3 completions on 2 rows in each group: packed
 
 
 def test_shared_prefix_sampler_matches_hf_generate_greedy(tiny_model, tmp_path):

@@ -249,6 +249,54 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
         assert x is None or torch.allclose(x, y, atol=1e-6, rtol=1e-4)
 
 
+@pytest.mark.parametrize("preset,extra", [
+    ("grpo", {"beta": 0.1}), ("grpo", {"beta": 0.1, "gradient_checkpointing": True}),
+    ("ppo", {}), ("grpo", {"lora_rank": 4, "beta": 0.1})])
+def test_completions_packed_back_to_back_give_the_same_update(tiny_model, tmp_path, monkeypatch,
+                                                              preset, extra):
+    # Completions of different lengths packed on shared rows (no padding between them) give
+    # the reference log-probs, values, loss, metrics and gradients of the padded layout.
+    import copy
+    import rlvr.trainer.models as models
+    first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
+    rollout, _ = first.collect()
+    lengths = [2, 16, 7, 16, 1, 11]
+    rollout.completion_ids = [(c + list(range(3, 20)))[:n]
+                              for c, n in zip(rollout.completion_ids, lengths)]
+    rollout.rewards = torch.tensor([1., 0., 0., 1., 1., 0.])
+    packs = models.Packing.of
+
+    def run(packed: bool, name: str):
+        made = []
+        monkeypatch.setattr(models.Packing, "of", classmethod(
+            lambda cls, mb, pmask: made.append(packs(mb, pmask)) or made[-1] if packed else None))
+        tr = Trainer(config(tiny_model, tmp_path / name, preset, micro_batch_size=3, **extra))
+        params = [p for g in tr.optimizer.param_groups for p in g["params"]]
+        grads, step = [], tr.optimizer.step
+
+        def spy(*a, **kw):
+            grads.extend(p.grad.clone() if p.grad is not None else None for p in params)
+            return step(*a, **kw)
+        tr.optimizer.step = spy
+        batch = tr.prepare(copy.deepcopy(rollout))
+        result = tr.update(batch, first=True)
+        return batch, result, grads, made
+
+    (a, ra, ga, made), (b, rb, gb, _) = run(True, "a"), run(False, "b")
+    assert made and all(p is not None and p.ids.size(0) == 2 for p in made)   # 3 on 2 rows
+    for mb, x, y in zip(a.micro * 2, a.ref_logp + a.old_values, b.ref_logp + b.old_values):
+        assert (x is None) == (y is None)
+        assert x is None or torch.allclose(x[mb.mask], y[mb.mask], atol=1e-5)
+    assert {k: v for k, v in ra.items() if k.startswith(("loss", "entropy", "clip"))} == \
+        pytest.approx({k: v for k, v in rb.items() if k.startswith(("loss", "entropy", "clip"))},
+                      rel=1e-4, abs=1e-6)
+    assert ra["grad_norm"] == pytest.approx(rb["grad_norm"], rel=1e-4)
+    assert len(ga) == len(gb) > 0 and sum(g is not None for g in ga) > 0
+    for x, y in zip(ga, gb):
+        assert (x is None) == (y is None)
+        assert x is None or torch.allclose(x, y, atol=1e-6, rtol=1e-4)
+
+
 def test_a_shared_prefix_follows_the_weights_and_its_gradient_is_sent(tiny_model, tmp_path):
     # The prefix's cache belongs to one pass: after an update it is recomputed from the new
     # weights (never a stale one), and a pass with gradients that was never sent through the

@@ -1,8 +1,9 @@
 """Policy, reference and critic models, and the batched log-prob / value forward passes.
 
-A micro-batch holds whole groups. Each group's prompt goes through the model once and its KV
-cache is repeated over the group's G completions (the prompt is usually longer than the
-completion, so this removes most of the forward/backward cost); logits are computed only at
+A micro-batch holds whole groups. Each group's prompt goes through the model once and its
+completions continue its KV cache, packed back to back without padding between them (the
+prompt is often longer than a completion, and a group's completions differ in length, so
+this removes most of the forward/backward cost); logits are computed only at
 positions that predict completion tokens (with a 49k vocabulary, prompt logits would be most of
 the memory), and log-probs are `gather - logsumexp` computed block by block
 (trainer/logprobs.py), never a second vocabulary-sized tensor.
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from .packing import Packing, Piece, mask_dtype, packs
 
 __all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "MicroBatch",
            "SharedPrefix", "one_pass", "prompt_forward", "pack", "completion_logprobs", "completion_values",
@@ -203,9 +206,10 @@ class MicroBatch:
 
     Completions are right-padded in [m, C]; the g distinct prompts are left-padded in [g, P],
     and row i of the completions continues prompt i // repeats. With `share_prefix`, each prompt
-    is run once and its KV cache repeated over its group (exact: the same attention inputs,
-    G times fewer prompt tokens through the model, gradients flow through the shared prefix);
-    otherwise each row is the full [prompt | completion] sequence. With a `prefix` (tokens that
+    is run once and its group's completions continue its KV cache (packed, see `Packing`;
+    exact: the same attention inputs, G times fewer prompt tokens through the model, gradients
+    flow through the shared prefix); otherwise each row is the full [prompt | completion]
+    sequence. With a `prefix` (tokens that
     begin every prompt of the batch), the prompts here are what follows it.
     """
     rows: list[int]                # rollout rows, in this micro-batch's order
@@ -349,11 +353,10 @@ def returned_cache(out):
     return cache
 
 
-def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]:
-    """Outputs at the positions that predict each completion token, as pieces to be joined
-    along dim 1 ([m, C, V] logits from a causal LM, or [m, C, H] last hidden states from a bare
-    backbone, the critic). Pieces, not one tensor: joining vocabulary-sized logits would copy
-    them all once more."""
+def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[Piece]:
+    """Outputs at the positions that predict each completion token, in pieces ([m, C, V] logits
+    from a causal LM, or [m, C, H] last hidden states from a bare backbone, the critic).
+    Pieces, not one tensor: joining vocabulary-sized logits would copy them all once more."""
     G, C = mb.repeats, mb.targets.size(1)
     pick = (lambda o: o.logits) if logits else (lambda o: o.last_hidden_state)
     keep = {"logits_to_keep": 1} if logits else {}
@@ -363,22 +366,28 @@ def _hidden_or_logits(model, mb: MicroBatch, logits: bool) -> list[torch.Tensor]
         pos = (attn.cumsum(-1) - 1).clamp_min(0)
         keep = {"logits_to_keep": C + 1} if logits else {}
         out = pick(model(input_ids=ids, attention_mask=attn, position_ids=pos, **keep))
-        return [out[:, -(C + 1):-1]]
+        return [Piece(out[:, -(C + 1):-1], mb.targets)]
     # The prompt once per group; its last position predicts the first completion token.
     out, pmask = _prompt_forward(model, mb, keep)
-    first = pick(out)[:, -1:].repeat_interleave(G, 0)
+    first = Piece(pick(out)[:, -1:].repeat_interleave(G, 0), mb.targets[:, :1])
     if C == 1:
         return [first]
     cache = returned_cache(out)
-    cache.batch_repeat_interleave(G)
-    first = _defer_prompt_backward(first, cache)
-    pmask = pmask.repeat_interleave(G, 0)
-    attn = torch.cat([pmask, mb.mask[:, :-1].long()], 1)
-    cpos = pmask.sum(-1, keepdim=True) + torch.arange(C - 1, device=pmask.device)[None, :]
-    rest = model(input_ids=mb.targets[:, :-1], attention_mask=attn, position_ids=cpos,
-                 use_cache=True, **{cache_kwarg(model): cache},
-                 **({"logits_to_keep": C - 1} if logits else {}))
-    return [first, pick(rest)]
+    packed = Packing.of(mb, pmask) if packs(model) else None
+    if packed is None:
+        cache.batch_repeat_interleave(G)
+        pmask = pmask.repeat_interleave(G, 0)
+        attn = torch.cat([pmask, mb.mask[:, :-1].long()], 1)
+        cpos = pmask.sum(-1, keepdim=True) + torch.arange(C - 1, device=pmask.device)[None, :]
+        ids, targets = mb.targets[:, :-1], mb.targets[:, 1:]
+    else:
+        cache.batch_select_indices(packed.prompt)
+        attn = packed.attention(mask_dtype(model))
+        cpos, ids, targets = packed.positions, packed.ids, packed.targets
+    first.out = _defer_prompt_backward(first.out, cache)
+    rest = model(input_ids=ids, attention_mask=attn, position_ids=cpos, use_cache=True,
+                 **{cache_kwarg(model): cache}, **({"logits_to_keep": ids.size(1)} if logits else {}))
+    return [first, Piece(pick(rest), targets, packed.where if packed is not None else None)]
 
 
 def _prompt_forward(model, mb: MicroBatch, keep: dict):
@@ -451,14 +460,11 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
     model's own, in the forward or the backward.
     """
     from .logprobs import selective_log_softmax
-    pieces = _hidden_or_logits(model, mb, logits=True)
-    parts, start = [], 0
-    for logits in pieces:
-        end = start + logits.size(1)
-        parts.append(selective_log_softmax(logits, mb.targets[:, start:end], temperature,
-                                           with_entropy))
-        start = end
-    del pieces, logits
+    parts = []
+    for piece in _hidden_or_logits(model, mb, logits=True):
+        logp, entropy = selective_log_softmax(piece.out, piece.targets, temperature, with_entropy)
+        parts.append((piece.place(logp), piece.place(entropy)))
+        del piece
     logp = torch.cat([lp for lp, _ in parts], 1)
     entropy = torch.cat([e for _, e in parts], 1) if with_entropy else None
     return logp, entropy
@@ -467,5 +473,5 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
 def completion_values(critic: ValueModel, mb: MicroBatch) -> torch.Tensor:
     """V(s_t) for the state before each completion token [m, C]: read at the position that
     predicts token t (the same alignment as the log-probs)."""
-    hidden = torch.cat(_hidden_or_logits(critic.backbone, mb, logits=False), 1)
-    return critic.value_head(hidden).squeeze(-1).float()
+    return torch.cat([piece.place(critic.value_head(piece.out).squeeze(-1).float())
+                      for piece in _hidden_or_logits(critic.backbone, mb, logits=False)], 1)
