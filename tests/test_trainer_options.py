@@ -159,6 +159,11 @@ def test_truncated_completions_carry_no_loss_when_masked(tiny_model, tmp_path):
                         overlong_buffer=0, beta=0.0))
     off = Trainer(config(tiny_model, tmp_path / "n", overlong_buffer=0, beta=0.0))
     rollout, _ = on.collect()
+    from rlvr.core import Completion
+    for row in (0, 4):      # two that stop early (a random tiny model rarely does on its own)
+        ids = rollout.completion_ids[row][:3] + [on.tokenizer.eos_token_id]
+        rollout.completion_ids[row] = ids
+        rollout.completions[row] = Completion(on.tokenizer.decode(ids[:-1]), ids, "stop")
     cut = [c.finish_reason == "length" for c in rollout.completions]
     assert any(cut) and not all(cut)
     b_on, b_off = on.prepare(rollout), off.prepare(rollout)
