@@ -222,35 +222,17 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
     per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent)."""
     if greedy:
         return logits.argmax(-1)
-    z = logits.float()
-    probs = torch.softmax(z / temperature if temperature != 1.0 else z, -1)
+    probs = torch.softmax(logits.float() / temperature, -1)
     if top_p < 1.0:
         sorted_p, order = probs.sort(-1, descending=True)
         drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
         probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
-    n = probs.size(0)
     if gens is None:
-        u = torch.rand(n, 1, dtype=torch.float64, device=probs.device)
-    else:
-        runs = [(g, len(list(rows))) for g, rows in itertools.groupby(groups)]
-        u = torch.cat([torch.rand(k, 1, dtype=torch.float64, device=probs.device,
-                                  generator=gens[g]) for g, k in runs])
-    return inverse_cdf(probs, u)
-
-
-def inverse_cdf(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Index i with probability probs[i] / sum(probs) for each row of `probs` [n, V], given one
-    uniform u in [0, 1) per row [n, 1]: the first i whose cumulative sum exceeds u * sum.
-
-    Exact sampling from the row's distribution, as torch.multinomial's is, but from one
-    random number per row: multinomial draws an exponential for every vocabulary entry
-    (49k per token), which took 12% of sampling's CPU time (benchmarks/README.md). The sums
-    are float64, so a float32 probability's share of the row is kept to its last bit; an
-    entry of probability 0 (outside the top-p nucleus) is never chosen."""
-    cdf = probs.double().cumsum(-1)
-    # u <= 1 - 2^-53, and then u * sum < sum in IEEE arithmetic: never past the last entry
-    # of positive probability
-    return torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
+        return torch.multinomial(probs, 1).squeeze(-1)
+    runs = [(g, len(list(rows))) for g, rows in itertools.groupby(groups)]
+    parts = [torch.multinomial(p, 1, generator=gens[g])
+             for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
+    return torch.cat(parts).squeeze(-1)
 
 
 def prefill(model, prompts: list[list[int]], pad_id: int):
