@@ -222,7 +222,8 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
     per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent)."""
     if greedy:
         return logits.argmax(-1)
-    probs = torch.softmax(logits.float() / temperature, -1)
+    z = logits.float()
+    probs = torch.softmax(z / temperature if temperature != 1.0 else z, -1)   # x / 1 == x
     if top_p < 1.0:
         sorted_p, order = probs.sort(-1, descending=True)
         drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
