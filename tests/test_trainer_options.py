@@ -211,6 +211,21 @@ def test_checkpointing_gives_the_same_gradients(tiny_model, tmp_path, share_pref
     assert all(torch.allclose(a, b, atol=1e-6, rtol=1e-5) for a, b in zip(plain, again))
 
 
+def update_with_gradients(tr: Trainer, rollout):
+    """One update of `tr` on a copy of `rollout` -> (batch, metrics, the gradients the
+    optimizer stepped with, one per parameter)."""
+    import copy
+    params = [p for g in tr.optimizer.param_groups for p in g["params"]]
+    grads, step = [], tr.optimizer.step
+
+    def spy(*a, **kw):
+        grads.extend(p.grad.clone() if p.grad is not None else None for p in params)
+        return step(*a, **kw)
+    tr.optimizer.step = spy
+    batch = tr.prepare(copy.deepcopy(rollout))
+    return batch, tr.update(batch, first=True), grads
+
+
 @pytest.mark.parametrize("preset,extra", [
     ("grpo", {"beta": 0.1}), ("grpo", {"beta": 0.1, "gradient_checkpointing": True}),
     ("ppo", {}), ("grpo", {"lora_rank": 4, "beta": 0.1})])
@@ -219,7 +234,6 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
     # A system turn that begins every prompt runs once per pass (reference, critic values,
     # update) instead of once per micro-batch: the same reference log-probs, values, loss and
     # gradients as running every prompt whole.
-    import copy
     import rlvr.trainer.models as models
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
@@ -230,16 +244,8 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
         if not shared:
             monkeypatch.setattr(models, "MIN_COMMON_PREFIX", 10 ** 9)
         tr = Trainer(config(tiny_model, tmp_path / name, preset, micro_batch_size=3, **extra))
-        params = [p for g in tr.optimizer.param_groups for p in g["params"]]
-        grads, step = [], tr.optimizer.step
-
-        def spy(*a, **kw):
-            grads.extend(p.grad.clone() if p.grad is not None else None for p in params)
-            return step(*a, **kw)
-        tr.optimizer.step = spy
-        batch = tr.prepare(copy.deepcopy(rollout))
+        batch, result, grads = update_with_gradients(tr, rollout)
         assert len(batch.micro) == 2 and (batch.prefix is not None) == shared
-        result = tr.update(batch, first=True)
         return batch, result, grads
 
     (a, ra, ga), (b, rb, gb) = run(True, "a"), run(False, "b")
@@ -261,7 +267,6 @@ def test_completions_packed_back_to_back_give_the_same_update(tiny_model, tmp_pa
                                                               preset, extra):
     # Completions of different lengths packed on shared rows (no padding between them) give
     # the reference log-probs, values, loss, metrics and gradients of the padded layout.
-    import copy
     import rlvr.trainer.models as models
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
@@ -276,16 +281,7 @@ def test_completions_packed_back_to_back_give_the_same_update(tiny_model, tmp_pa
         monkeypatch.setattr(models.Packing, "of", classmethod(
             lambda cls, mb, pmask: made.append(packs(mb, pmask)) or made[-1] if packed else None))
         tr = Trainer(config(tiny_model, tmp_path / name, preset, micro_batch_size=3, **extra))
-        params = [p for g in tr.optimizer.param_groups for p in g["params"]]
-        grads, step = [], tr.optimizer.step
-
-        def spy(*a, **kw):
-            grads.extend(p.grad.clone() if p.grad is not None else None for p in params)
-            return step(*a, **kw)
-        tr.optimizer.step = spy
-        batch = tr.prepare(copy.deepcopy(rollout))
-        result = tr.update(batch, first=True)
-        return batch, result, grads, made
+        return (*update_with_gradients(tr, rollout), made)
 
     (a, ra, ga, made), (b, rb, gb, _) = run(True, "a"), run(False, "b")
     assert made and all(p is not None and p.ids.size(0) == 2 for p in made)   # 3 on 2 rows
