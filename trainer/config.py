@@ -157,9 +157,9 @@ class TrainConfig:
     share_prefix: str = "auto"
     """Run each prompt once per group and repeat its KV cache over the G completions, in
     sampling and in every loss forward, there with the completions packed back to back
-    (exact). 'auto' = on for CPU (saves compute), off for
-    CUDA (a small model there is launch-bound and the repeated cache costs more); 'false' =
-    full sequences and HF `generate`, for models whose cache cannot be repeated."""
+    (exact). 'auto' = on for CPU (saves compute), off for CUDA (a small model there is
+    launch-bound and the repeated cache costs more); 'false' = full sequences and HF
+    `generate`, for models whose cache cannot be repeated."""
     gradient_checkpointing: bool = False
     """Recompute each decoder layer's activations in the backward pass instead of keeping them
     (less memory, one more forward); exact, and works with share_prefix."""

@@ -209,8 +209,8 @@ class MicroBatch:
     is run once and its group's completions continue its KV cache (packed, see `Packing`;
     exact: the same attention inputs, G times fewer prompt tokens through the model, gradients
     flow through the shared prefix); otherwise each row is the full [prompt | completion]
-    sequence. With a `prefix` (tokens that
-    begin every prompt of the batch), the prompts here are what follows it.
+    sequence. With a `prefix` (tokens that begin every prompt of the batch), the prompts here
+    are what follows it.
     """
     rows: list[int]                # rollout rows, in this micro-batch's order
     prompt_ids: torch.Tensor       # [g, P]
@@ -464,7 +464,6 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
     for piece in _hidden_or_logits(model, mb, logits=True):
         logp, entropy = selective_log_softmax(piece.out, piece.targets, temperature, with_entropy)
         parts.append((piece.place(logp), piece.place(entropy)))
-        del piece
     logp = torch.cat([lp for lp, _ in parts], 1)
     entropy = torch.cat([e for _, e in parts], 1) if with_entropy else None
     return logp, entropy
