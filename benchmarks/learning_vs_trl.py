@@ -2,6 +2,7 @@ r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same
 
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0,1,2   # full; ~15 CPU-min a process a seed
     .venv/bin/python benchmarks/learning_vs_trl.py --check         # equivalence checks, ~3 CPU-min
+    .venv/bin/python benchmarks/learning_vs_trl.py --check-bench 2 # the same, benchmark's config (~9 GB)
     .venv/bin/python benchmarks/learning_vs_trl.py --check-rates shared   # and `hf`: success rates
                                                                         # of 64 x 16 base samples
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0 --steps 2 --eval-at 2 --test 20 --out /tmp/smoke
@@ -120,18 +121,40 @@ class HeldOut:
                 "eval_s": time.perf_counter() - t0}
 
 
-# --- one trainer, one seed (a child process) --------------------------------------------------
-def run_rlvr(a, env, held_out) -> dict:
-    from rlvr.trainer import TrainConfig, Trainer
-    cfg = TrainConfig.from_preset(
+def rlvr_config(a, steps: int, output_dir: str):
+    """rlvr's side of the shared settings (the module docstring), from the command line's `a`."""
+    from rlvr.trainer import TrainConfig
+    return TrainConfig.from_preset(
         "grpo", model=a.model, env=ENV_NAME, env_kwargs={"n_test": a.test}, seed=a.seed,
-        steps=a.rlvr_steps, prompts_per_step=a.prompts, group_size=a.group,
+        steps=steps, prompts_per_step=a.prompts, group_size=a.group,
         max_completion_length=a.tokens, temperature=1.0, top_p=1.0, lr=a.lr, beta=0.0,
         scale_rewards="group", loss_aggregation="token_mean", clip_eps_low=0.2, clip_eps_high=0.2,
         inner_steps=1, micro_batch_size=a.prompts * a.group // a.micro_batches, max_grad_norm=1.0,
         weight_decay=0.0, adam_betas=(0.9, 0.999), warmup_steps=0, reward_deadline_s=0,
-        output_dir=f"/tmp/rlvr-bench/learning-rlvr-{a.seed}", checkpoint_every=0,
-        tensorboard=False, progress=False, log_completions=0)
+        output_dir=output_dir, checkpoint_every=0, tensorboard=False, progress=False,
+        log_completions=0)
+
+
+def trl_config(a, steps: int, output_dir: str):
+    """TRL's side of the same settings: GRPOConfig with every difference from rlvr turned off."""
+    from trl import GRPOConfig
+    n = a.prompts * a.group
+    return GRPOConfig(
+        output_dir=output_dir, use_cpu=True, bf16=False,
+        seed=a.seed, shuffle_dataset=False, max_steps=steps, learning_rate=a.lr,
+        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, adam_beta1=0.9,
+        adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, gradient_checkpointing=False,
+        num_generations=a.group, generation_batch_size=n, per_device_train_batch_size=n // a.micro_batches,
+        gradient_accumulation_steps=a.micro_batches, num_iterations=1, max_completion_length=a.tokens,
+        temperature=1.0, top_k=0, top_p=1.0, repetition_penalty=1.0, beta=0.0, epsilon=0.2,
+        loss_type="dapo", scale_rewards="group", mask_truncated_completions=False,
+        logging_steps=1, report_to="none", save_strategy="no", disable_tqdm=True)
+
+
+# --- one trainer, one seed (a child process) --------------------------------------------------
+def run_rlvr(a, env, held_out) -> dict:
+    from rlvr.trainer import Trainer
+    cfg = rlvr_config(a, a.rlvr_steps, f"/tmp/rlvr-bench/learning-rlvr-{a.seed}")
     tr = Trainer(cfg)
     drawn, take = [], tr.stream.take
     tr.stream.take = lambda n: drawn.append(take(n)) or drawn[-1]    # record each step's prompts
@@ -162,7 +185,7 @@ def _stream(env, a):
 def run_trl(a, env, held_out) -> dict:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
     from rlvr.core import Completion
     order = _stream(env, a)[:a.prompts * a.steps]
     ds = Dataset.from_list([{"prompt": t.prompt, "task_id": t.id} for t in order])
@@ -199,17 +222,7 @@ def run_trl(a, env, held_out) -> dict:
                 clock["eval_cpu"] += time.process_time() - c0
                 print(f"trl seed {a.seed} step {k}: {curve[-1]}", file=sys.stderr, flush=True)
 
-    n = a.prompts * a.group
-    cfg = GRPOConfig(
-        output_dir=f"/tmp/rlvr-bench/learning-trl-{a.seed}", use_cpu=True, bf16=False,
-        seed=a.seed, shuffle_dataset=False, max_steps=a.steps, learning_rate=a.lr,
-        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, adam_beta1=0.9,
-        adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, gradient_checkpointing=False,
-        num_generations=a.group, generation_batch_size=n, per_device_train_batch_size=n // a.micro_batches,
-        gradient_accumulation_steps=a.micro_batches, num_iterations=1, max_completion_length=a.tokens,
-        temperature=1.0, top_k=0, top_p=1.0, repetition_penalty=1.0, beta=0.0, epsilon=0.2,
-        loss_type="dapo", scale_rewards="group", mask_truncated_completions=False,
-        logging_steps=1, report_to="none", save_strategy="no", disable_tqdm=True)
+    cfg = trl_config(a, a.steps, f"/tmp/rlvr-bench/learning-trl-{a.seed}")
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
     trainer = GRPOTrainer(model=model, reward_funcs=env_reward, args=cfg, train_dataset=ds,
@@ -308,6 +321,74 @@ def check_steps(model_path: str, steps: int = 3) -> str:
                      f"TRL {b.norm():.6g}, relative difference {(a - b).norm() / b.norm():.2e}, "
                      f"cosine {(a @ b) / (a.norm() * b.norm()):.6f}")
     return "same rollouts, step by step:\n  " + "\n  ".join(lines)
+
+
+def check_steps_bench(a, steps: int = 2) -> str:
+    """`check_steps` in the benchmark's own configuration (`rlvr_config` / `trl_config`: 8 x 8,
+    <= 64 tokens, 8 micro-batches, seed `a.seed`) with the environment's rewards: rlvr's
+    `Trainer.train_step()` samples, scores and updates; TRL's GRPOTrainer gets those completions in
+    place of its generation and scores its own decoded texts with the same reward object. The
+    rewards must agree, and the weights after every step."""
+    import gc
+    import rlvr
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOTrainer
+    from rlvr.core import Completion
+    from rlvr.trainer import Trainer
+    env = rlvr.load_env(ENV_NAME, n_test=a.test)
+    tr = Trainer(rlvr_config(a, steps, "/tmp/rlvr-bench/check-bench-rlvr"))
+    w0 = {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}
+    rollouts, ours, sample = [], [], tr.collect
+
+    def collect():                      # keep each step's rollout for TRL
+        rollout, metrics = sample()
+        rollouts.append(rollout)
+        return rollout, metrics
+    tr.collect = collect
+    for _ in range(steps):
+        m, _ = tr.train_step()
+        tr.step += 1
+        ours.append((m["grad_norm"], {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}))
+    tr = sample = None                  # rlvr's trainer freed before TRL's is built (memory)
+    gc.collect()
+    model, lines, agree = AutoModelForCausalLM.from_pretrained(a.model), [], []
+
+    class Compare(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            _, w = ours[state.global_step - 1]
+            dot = na = nb = nd = 0.0
+            for k, v in model.state_dict().items():
+                x, y = (w[k] - w0[k]).double().flatten(), (v.detach() - w0[k]).double().flatten()
+                dot, na, nb, nd = dot + float(x @ y), na + float(x @ x), nb + float(y @ y), nd + float((x - y) @ (x - y))
+            lines.append(f"weight change rlvr {na ** .5:.6g} TRL {nb ** .5:.6g}" + (
+                f", relative difference {(nd / nb) ** .5:.2e}, cosine {dot / (na * nb) ** .5:.6f}"
+                if na and nb else ""))
+
+    def reward(completions, task_id, **_):
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        scores = [v.score for v in env.reward.score_batch([env.get_task(i) for i in task_id],
+                                                            [Completion(t) for t in texts])]
+        agree.append(scores == rollouts[len(agree)].rewards.tolist())
+        return scores
+
+    prompts = [{"prompt": t.prompt, "task_id": t.id} for r in rollouts for t in r.tasks[::a.group]]
+    t = GRPOTrainer(model=model, reward_funcs=reward, args=trl_config(a, steps, "/tmp/rlvr-bench/check-bench-trl"),
+                    processing_class=AutoTokenizer.from_pretrained(a.model),
+                    train_dataset=Dataset.from_list(prompts), callbacks=[Compare()])
+    queue = iter(rollouts)
+
+    def replay(prompt_ids, *args, **kw):
+        rollout = next(queue)
+        assert [list(p) for p in prompt_ids] == rollout.prompt_ids, "TRL rendered other prompt ids"
+        return [list(c) for c in rollout.completion_ids], None
+    t._generate_single_turn = replay
+    t.train()
+    norms = [h["grad_norm"] for h in t.state.log_history if "grad_norm" in h]
+    return "benchmark configuration, same rollouts, step by step:\n  " + "\n  ".join(
+        f"step {k + 1} (rewards {float(r.rewards.sum()):.0f}/{len(r.rewards)}, TRL's own scoring "
+        f"{'agrees' if ok else 'DIFFERS'}): grad norm rlvr {g:.6g} TRL {n:.6g}; {line}"
+        for k, (r, ok, (g, _), n, line) in enumerate(zip(rollouts, agree, ours, norms, lines)))
 
 
 def check_samplers(model_path: str, env) -> str:
@@ -599,6 +680,9 @@ def main() -> None:
                    help="only the equivalence checks: sampler bias, then --check-steps optimizer steps on the same rollouts")
     p.add_argument("--check-steps", type=int, default=4,
                    help="optimizer steps of --check's same-rollout comparison")
+    p.add_argument("--check-bench", type=int, default=0, metavar="STEPS",
+                   help="only the same-rollout comparison in the benchmark's own configuration "
+                        "(seed --seed, the environment's rewards), for STEPS steps")
     p.add_argument("--check-rates", choices=["shared", "hf"],
                    help="only the sampler success-rate check for one sampler (run both, compare)")
     p.add_argument("--rate-prompts", type=int, default=64)
@@ -621,6 +705,14 @@ def main() -> None:
         print(check_rates(smollm2_folder(), rlvr.load_env(ENV_NAME), a.check_rates,
                           a.rate_prompts, a.rate_samples, a.tokens,
                           a.out / f"rates-{a.check_rates}.json"), flush=True)
+        return
+    if a.check_bench:
+        from rlvr.trainer.smollm import smollm2_folder
+        import torch
+        torch.set_num_threads(a.threads)
+        _register_env()
+        a.model = smollm2_folder()
+        print(check_steps_bench(a, a.check_bench), flush=True)
         return
     if a.check:
         import rlvr
