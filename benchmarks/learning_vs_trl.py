@@ -7,6 +7,8 @@ r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same
                                                                         # of 64 x 16 base samples
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0 --steps 2 --eval-at 2 --test 20 --out /tmp/smoke
     .venv/bin/python benchmarks/learning_vs_trl.py --summary                # table of what is saved
+    .venv/bin/python benchmarks/learning_vs_trl.py --summary --out benchmarks/results/learning_vs_trl/packed \
+        --pool benchmarks/results/learning_vs_trl      # + every run pooled, with paired/Welch p-values
 
 Task (issue 18, "Side by side with TRL"): two-digit additions a + b (a, b in 10..99), the chat
 prompt 'What is a + b? Put the final answer in \boxed{}.' (SmolLM2's chat template, its default
@@ -649,6 +651,64 @@ def summary(a) -> None:
              if t is not None else f"never within {a.rlvr_steps} steps"))
 
 
+def _betai(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b), by its continued fraction (modified Lentz).
+    Written out because the benchmark's environment has no scipy."""
+    import math
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _betai(b, a, 1.0 - x)
+    front = math.exp(a * math.log(x) + b * math.log1p(-x) + math.lgamma(a + b)
+                     - math.lgamma(a) - math.lgamma(b)) / a
+    f, c, d = 1.0, 1.0, 0.0
+    for i in range(400):
+        m = i // 2
+        num = 1.0 if i == 0 else (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)) if i % 2 == 0
+                                  else -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+        c = 1.0 + num / (c if abs(c) > 1e-300 else 1e-300)
+        f *= c * d
+        if abs(1.0 - c * d) < 1e-12:
+            break
+    return front * (f - 1.0)
+
+
+def t_test_p(t: float, df: float) -> float:
+    """Two-sided p-value of Student's t with `df` degrees of freedom."""
+    return _betai(df / 2, 0.5, df / (df + t * t))
+
+
+def pooled(dirs: list[Path], steps: list[int]) -> None:
+    """Every run of the current trainer, pooled over result folders (the first holding a run of
+    a (seed, trainer) wins): held-out accuracy per trainer, the paired difference over the seeds
+    both ran (paired t) and the unpaired one over all runs (Welch's t)."""
+    import math
+    runs = {"rlvr": {}, "trl": {}}
+    for d in reversed(dirs):
+        for path in d.glob("seed*-*.json"):
+            r = json.loads(path.read_text())
+            runs[r["who"]][r["seed"]] = r
+    for k in steps:
+        acc = {w: {s: 100 * p["accuracy"] for s, r in rs.items() for p in r["curve"] if p["step"] == k}
+               for w, rs in runs.items()}
+        x, y = list(acc["rlvr"].values()), list(acc["trl"].values())
+        d = [acc["rlvr"][s] - acc["trl"][s] for s in sorted(set(acc["rlvr"]) & set(acc["trl"]))]
+        tp = statistics.mean(d) / (statistics.stdev(d) / math.sqrt(len(d)))
+        vx, vy = statistics.variance(x) / len(x), statistics.variance(y) / len(y)
+        tw = (statistics.mean(x) - statistics.mean(y)) / math.sqrt(vx + vy)
+        dfw = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+        print(f"@{k}: rlvr {statistics.mean(x):.1f} +- {statistics.stdev(x):.1f}% (n={len(x)}), "
+              f"TRL {statistics.mean(y):.1f} +- {statistics.stdev(y):.1f}% (n={len(y)}); paired over "
+              f"{len(d)} seeds {statistics.mean(d):+.1f} +- {statistics.stdev(d):.1f} points, "
+              f"p = {t_test_p(tp, len(d) - 1):.3f}, rlvr lower in {sum(v < 0 for v in d)}; unpaired "
+              f"{statistics.mean(x) - statistics.mean(y):+.1f}, Welch p = {t_test_p(tw, dfw):.3f}")
+    first = {w: sum(round(64 * r["steps"][0]["reward"]) for r in rs.values()) for w, rs in runs.items()}
+    print("step 1 (the same model, the same prompts): right answers " + ", ".join(
+        f"{w} {first[w]} of {64 * len(runs[w])}" for w in runs))
+
+
 def _ms(xs, pct=True) -> str:
     if not xs:
         return "-"
@@ -676,6 +736,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
+    p.add_argument("--pool", type=Path, nargs="*", default=None, metavar="DIR",
+                   help="with --summary: also pool --out with these result folders (--out's runs "
+                        "win) and test the difference (paired and Welch's t)")
     p.add_argument("--check", action="store_true",
                    help="only the equivalence checks: sampler bias, then --check-steps optimizer steps on the same rollouts")
     p.add_argument("--check-steps", type=int, default=4,
@@ -733,6 +796,9 @@ def main() -> None:
         for seed in a.seeds:
             run_pair(a, seed)
     summary(a)
+    if a.pool is not None:
+        print()
+        pooled([a.out, *a.pool], a.eval_at)
 
 
 if __name__ == "__main__":
