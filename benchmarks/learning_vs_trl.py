@@ -3,6 +3,7 @@ r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0,1,2   # full; ~15 CPU-min a process a seed
     .venv/bin/python benchmarks/learning_vs_trl.py --check         # equivalence checks, ~3 CPU-min
     .venv/bin/python benchmarks/learning_vs_trl.py --check-bench 2 # the same, benchmark's config (~9 GB)
+    .venv/bin/python benchmarks/learning_vs_trl.py --check-on-policy 3 --group 4 --tokens 48 --micro-batches 2
     .venv/bin/python benchmarks/learning_vs_trl.py --check-rates shared   # and `hf`: success rates
                                                                         # of 64 x 16 base samples
     .venv/bin/python benchmarks/learning_vs_trl.py --seeds 0 --steps 2 --eval-at 2 --test 20 --out /tmp/smoke
@@ -393,6 +394,51 @@ def check_steps_bench(a, steps: int = 2) -> str:
         for k, (r, ok, (g, _), n, line) in enumerate(zip(rollouts, agree, ours, norms, lines)))
 
 
+def check_on_policy(a, steps: int = 3) -> str:
+    """Inside rlvr's Trainer (its engine, precision and heap-reuse contexts), step after step: the
+    sampler's log-probability of every token it drew against the training forward of the current
+    policy. `check_sampler_logits` covers the sampler called directly on the base model; this
+    covers the trainer's path after updates."""
+    import torch
+    from rlvr.trainer import Trainer
+    from rlvr.trainer import rollout as ro
+    from rlvr.trainer.models import completion_logprobs, pack
+    tr = Trainer(rlvr_config(a, steps, "/tmp/rlvr-bench/check-on-policy"))
+    seen, pick, sample, lines = [], ro._pick, tr.collect, []
+
+    def spy(logits, *args, **kw):
+        t = pick(logits, *args, **kw)
+        seen.append(torch.log_softmax(logits.float(), -1).gather(1, t[:, None]).squeeze(1))
+        return t
+    ro._pick = spy
+    try:
+        for k in range(steps):
+            seen.clear()
+            rollout, metrics = sample()
+            seqs, G = rollout.completion_ids, a.group
+            own = [[] for _ in seqs]        # rows leave in order: step t's rows are those longer than t
+            for t, lp in enumerate(seen):
+                for i, row in enumerate([r for r, q in enumerate(seqs) if len(q) > t]):
+                    own[row].append(float(lp[i]))
+            diffs = []
+            with torch.no_grad():
+                for g in range(len(seqs) // G):
+                    rows = list(range(g * G, g * G + G))
+                    mb = pack([rows], rollout.prompt_ids, seqs, tr.tokenizer.pad_token_id, "cpu", True)
+                    lp, _ = completion_logprobs(tr.policy, mb, 1.0)
+                    diffs += [torch.tensor(own[r]) - lp[i, :len(seqs[r])] for i, r in enumerate(rows)]
+            d = torch.cat(diffs)
+            tr.collect = lambda: (rollout, metrics)         # update on the rollout just checked
+            m, _ = tr.train_step()
+            tr.step += 1
+            lines.append(f"step {k + 1} (reward {m['reward']:.3f}, grad norm {m['grad_norm']:.4g}): "
+                         f"{d.numel()} tokens, sampler - training log p: max |.| {d.abs().max():.2e}, "
+                         f"mean {d.mean():+.2e}")
+    finally:
+        ro._pick = pick
+    return "rlvr's trainer samples on-policy:\n  " + "\n  ".join(lines)
+
+
 def check_samplers(model_path: str, env) -> str:
     """An unbiased sampler of softmax(logits) has E[-log p(token)] = entropy at each position:
     rlvr's shared-prefix sampler and transformers' generate (what TRL calls), 8 x 8 x <= 48."""
@@ -743,6 +789,9 @@ def main() -> None:
                    help="only the equivalence checks: sampler bias, then --check-steps optimizer steps on the same rollouts")
     p.add_argument("--check-steps", type=int, default=4,
                    help="optimizer steps of --check's same-rollout comparison")
+    p.add_argument("--check-on-policy", type=int, default=0, metavar="STEPS",
+                   help="only the on-policy check of rlvr's trainer (seed --seed, --group, "
+                        "--tokens, --micro-batches), for STEPS steps")
     p.add_argument("--check-bench", type=int, default=0, metavar="STEPS",
                    help="only the same-rollout comparison in the benchmark's own configuration "
                         "(seed --seed, the environment's rewards), for STEPS steps")
@@ -768,6 +817,14 @@ def main() -> None:
         print(check_rates(smollm2_folder(), rlvr.load_env(ENV_NAME), a.check_rates,
                           a.rate_prompts, a.rate_samples, a.tokens,
                           a.out / f"rates-{a.check_rates}.json"), flush=True)
+        return
+    if a.check_on_policy:
+        from rlvr.trainer.smollm import smollm2_folder
+        import torch
+        torch.set_num_threads(a.threads)
+        _register_env()
+        a.model = smollm2_folder()
+        print(check_on_policy(a, a.check_on_policy), flush=True)
         return
     if a.check_bench:
         from rlvr.trainer.smollm import smollm2_folder
