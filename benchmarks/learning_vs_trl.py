@@ -259,6 +259,20 @@ def child(a) -> None:
 
 
 # --- the equivalence checks (--check): cheap, one small rollout each ----------------------------
+def train_on_rollouts(trainer, rollouts) -> list[float]:
+    """Run TRL's `trainer` with rlvr's rollouts in place of its generation, one per step (the
+    prompts it rendered must be the rollout's); its grad norm per step."""
+    queue = iter(rollouts)
+
+    def replay(prompt_ids, *args, **kw):
+        rollout = next(queue)
+        assert [list(p) for p in prompt_ids] == rollout.prompt_ids, "TRL rendered other prompt ids"
+        return [list(c) for c in rollout.completion_ids], None
+    trainer._generate_single_turn = replay
+    trainer.train()
+    return [h["grad_norm"] for h in trainer.state.log_history if "grad_norm" in h]
+
+
 def check_steps(model_path: str, steps: int = 3) -> str:
     """`steps` whole optimizer steps on the same rollouts: rlvr's Trainer samples and updates;
     TRL's GRPOTrainer gets those completions and rewards in its place (its generation
@@ -308,15 +322,7 @@ def check_steps(model_path: str, steps: int = 3) -> str:
     t = GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [next(fixed) for _ in completions],
                     args=cfg, processing_class=AutoTokenizer.from_pretrained(model_path),
                     train_dataset=Dataset.from_list(prompts), callbacks=[Snapshot()])
-    queue = iter(rollouts)
-
-    def replay(prompt_ids, *args, **kw):
-        rollout = next(queue)
-        assert [list(p) for p in prompt_ids] == rollout.prompt_ids, "TRL rendered other prompt ids"
-        return [list(c) for c in rollout.completion_ids], None
-    t._generate_single_turn = replay
-    t.train()
-    norms = [h["grad_norm"] for h in t.state.log_history if "grad_norm" in h]
+    norms = train_on_rollouts(t, rollouts)
     lines = []
     for k, (a, b) in enumerate(zip(w_rlvr, w_trl)):
         lines.append(f"step {k + 1} (rewards {sum(rewards[k]):.0f}/{len(rewards[k])}): grad norm "
@@ -379,19 +385,40 @@ def check_steps_bench(a, steps: int = 2) -> str:
     t = GRPOTrainer(model=model, reward_funcs=reward, args=trl_config(a, steps, "/tmp/rlvr-bench/check-bench-trl"),
                     processing_class=AutoTokenizer.from_pretrained(a.model),
                     train_dataset=Dataset.from_list(prompts), callbacks=[Compare()])
-    queue = iter(rollouts)
-
-    def replay(prompt_ids, *args, **kw):
-        rollout = next(queue)
-        assert [list(p) for p in prompt_ids] == rollout.prompt_ids, "TRL rendered other prompt ids"
-        return [list(c) for c in rollout.completion_ids], None
-    t._generate_single_turn = replay
-    t.train()
-    norms = [h["grad_norm"] for h in t.state.log_history if "grad_norm" in h]
+    norms = train_on_rollouts(t, rollouts)
     return "benchmark configuration, same rollouts, step by step:\n  " + "\n  ".join(
         f"step {k + 1} (rewards {float(r.rewards.sum()):.0f}/{len(r.rewards)}, TRL's own scoring "
         f"{'agrees' if ok else 'DIFFERS'}): grad norm rlvr {g:.6g} TRL {n:.6g}; {line}"
         for k, (r, ok, (g, _), n, line) in enumerate(zip(rollouts, agree, ours, norms, lines)))
+
+
+class DrawnLogprobs:
+    """rlvr's sampler spied on while in a `with` block: the log-probability it gave each token
+    it drew, per decoding step; `per_row(seqs)` regroups them by completion (finished rows leave
+    the batch in order, so step t's rows are those longer than t)."""
+
+    def __enter__(self):
+        import torch
+        from rlvr.trainer import rollout as ro
+        self.seen, self._ro, pick = [], ro, ro._pick
+
+        def spy(logits, *args, **kw):
+            t = pick(logits, *args, **kw)
+            self.seen.append(torch.log_softmax(logits.float(), -1).gather(1, t[:, None]).squeeze(1))
+            return t
+        self._pick, ro._pick = pick, spy
+        return self
+
+    def __exit__(self, *exc):
+        self._ro._pick = self._pick
+
+    def per_row(self, seqs: list[list[int]]) -> list[list[float]]:
+        own = [[] for _ in seqs]
+        for t, lp in enumerate(self.seen):
+            for i, r in enumerate([r for r, q in enumerate(seqs) if len(q) > t]):
+                own[r].append(float(lp[i]))
+        self.seen = []
+        return own
 
 
 def check_on_policy(a, steps: int = 3) -> str:
@@ -401,25 +428,14 @@ def check_on_policy(a, steps: int = 3) -> str:
     covers the trainer's path after updates."""
     import torch
     from rlvr.trainer import Trainer
-    from rlvr.trainer import rollout as ro
     from rlvr.trainer.models import completion_logprobs, pack
     tr = Trainer(rlvr_config(a, steps, "/tmp/rlvr-bench/check-on-policy"))
-    seen, pick, sample, lines = [], ro._pick, tr.collect, []
-
-    def spy(logits, *args, **kw):
-        t = pick(logits, *args, **kw)
-        seen.append(torch.log_softmax(logits.float(), -1).gather(1, t[:, None]).squeeze(1))
-        return t
-    ro._pick = spy
-    try:
+    sample, lines = tr.collect, []
+    with DrawnLogprobs() as drawn:
         for k in range(steps):
-            seen.clear()
             rollout, metrics = sample()
             seqs, G = rollout.completion_ids, a.group
-            own = [[] for _ in seqs]        # rows leave in order: step t's rows are those longer than t
-            for t, lp in enumerate(seen):
-                for i, row in enumerate([r for r, q in enumerate(seqs) if len(q) > t]):
-                    own[row].append(float(lp[i]))
+            own = drawn.per_row(seqs)
             diffs = []
             with torch.no_grad():
                 for g in range(len(seqs) // G):
@@ -434,8 +450,6 @@ def check_on_policy(a, steps: int = 3) -> str:
             lines.append(f"step {k + 1} (reward {m['reward']:.3f}, grad norm {m['grad_norm']:.4g}): "
                          f"{d.numel()} tokens, sampler - training log p: max |.| {d.abs().max():.2e}, "
                          f"mean {d.mean():+.2e}")
-    finally:
-        ro._pick = pick
     return "rlvr's trainer samples on-policy:\n  " + "\n  ".join(lines)
 
 
@@ -494,24 +508,10 @@ def check_sampler_logits(model_path: str, env, prompts: int = 8, G: int = 8,
         return out
 
     def shared():
-        seen, pick = [], ro._pick
-
-        def spy(logits, *args, **kw):
-            t = pick(logits, *args, **kw)
-            seen.append(torch.log_softmax(logits.float(), -1).gather(1, t[:, None]).squeeze(1))
-            return t
-        ro._pick = spy
-        try:
-            with torch.no_grad():
-                seqs = ro.sample_shared_prefix(m, ids, G, tokens, eos, tok.pad_token_id,
-                                               seeds=list(range(len(ids))))
-        finally:
-            ro._pick = pick
-        own = [[] for _ in seqs]        # rows leave in order: step t's rows are those longer than t
-        for t, lp in enumerate(seen):
-            for i, r in enumerate([r for r, s in enumerate(seqs) if len(s) > t]):
-                own[r].append(float(lp[i]))
-        return seqs, own
+        with DrawnLogprobs() as drawn, torch.no_grad():
+            seqs = ro.sample_shared_prefix(m, ids, G, tokens, eos, tok.pad_token_id,
+                                           seeds=list(range(len(ids))))
+        return seqs, drawn.per_row(seqs)
 
     def hf():
         cfg = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
@@ -807,42 +807,25 @@ def main() -> None:
     if a.run:
         child(a)
         return
-    if a.check_rates:
+    if a.check_rates or a.check_on_policy or a.check_bench or a.check:
         import rlvr
         import torch
         from rlvr.trainer.smollm import smollm2_folder
         torch.set_num_threads(a.threads)
         _register_env()
-        a.out.mkdir(parents=True, exist_ok=True)
-        print(check_rates(smollm2_folder(), rlvr.load_env(ENV_NAME), a.check_rates,
-                          a.rate_prompts, a.rate_samples, a.tokens,
-                          a.out / f"rates-{a.check_rates}.json"), flush=True)
-        return
-    if a.check_on_policy:
-        from rlvr.trainer.smollm import smollm2_folder
-        import torch
-        torch.set_num_threads(a.threads)
-        _register_env()
-        a.model = smollm2_folder()
-        print(check_on_policy(a, a.check_on_policy), flush=True)
-        return
-    if a.check_bench:
-        from rlvr.trainer.smollm import smollm2_folder
-        import torch
-        torch.set_num_threads(a.threads)
-        _register_env()
-        a.model = smollm2_folder()
-        print(check_steps_bench(a, a.check_bench), flush=True)
-        return
-    if a.check:
-        import rlvr
-        import torch
-        from rlvr.trainer.smollm import smollm2_folder
-        torch.set_num_threads(a.threads)
-        _register_env()
-        print(check_samplers(smollm2_folder(), rlvr.load_env(ENV_NAME)), flush=True)
-        print(check_sampler_logits(smollm2_folder(), rlvr.load_env(ENV_NAME)), flush=True)
-        print(check_steps(smollm2_folder(), a.check_steps), flush=True)
+        a.model, env = smollm2_folder(), rlvr.load_env(ENV_NAME)
+        if a.check_rates:
+            a.out.mkdir(parents=True, exist_ok=True)
+            print(check_rates(a.model, env, a.check_rates, a.rate_prompts, a.rate_samples, a.tokens,
+                              a.out / f"rates-{a.check_rates}.json"), flush=True)
+        elif a.check_on_policy:
+            print(check_on_policy(a, a.check_on_policy), flush=True)
+        elif a.check_bench:
+            print(check_steps_bench(a, a.check_bench), flush=True)
+        else:
+            print(check_samplers(a.model, env), flush=True)
+            print(check_sampler_logits(a.model, env), flush=True)
+            print(check_steps(a.model, a.check_steps), flush=True)
         return
     a.out.mkdir(parents=True, exist_ok=True)
     if not a.summary:
