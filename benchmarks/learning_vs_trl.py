@@ -259,6 +259,18 @@ def child(a) -> None:
 
 
 # --- the equivalence checks (--check): cheap, one small rollout each ----------------------------
+def weight_gap(ours: dict, theirs: dict, start: dict) -> str:
+    """The two trainers' weight changes from `start` (state dicts), compared tensor by tensor in
+    float64: their norms, the norm of their difference relative to TRL's, and their cosine."""
+    dot = na = nb = nd = 0.0
+    for k, w in theirs.items():
+        x, y = (ours[k] - start[k]).double().flatten(), (w.detach() - start[k]).double().flatten()
+        dot, na, nb, nd = dot + float(x @ y), na + float(x @ x), nb + float(y @ y), nd + float((x - y) @ (x - y))
+    return f"weight change rlvr {na ** .5:.6g} TRL {nb ** .5:.6g}" + (
+        f", relative difference {(nd / nb) ** .5:.2e}, cosine {dot / (na * nb) ** .5:.6f}"
+        if na and nb else "")
+
+
 def train_on_rollouts(trainer, rollouts) -> list[float]:
     """Run TRL's `trainer` with rlvr's rollouts in place of its generation, one per step (the
     prompts it rendered must be the rollout's); its grad norm per step."""
@@ -300,8 +312,7 @@ def check_steps(model_path: str, steps: int = 3) -> str:
         ours.append(tr.update(tr.prepare(rollout), first=True)["grad_norm"])
         tr.step += 1
         rollouts.append(rollout)
-        w_rlvr.append(torch.cat([(v - w0[k2]).flatten()
-                                 for k2, v in tr.policy.state_dict().items()]).double())
+        w_rlvr.append({k2: v.detach().clone() for k2, v in tr.policy.state_dict().items()})
     fixed = iter(x for r in rewards for x in r)
     cfg = GRPOConfig(output_dir="/tmp/rlvr-bench/check-trl", use_cpu=True, bf16=False,
                      shuffle_dataset=False, max_steps=steps, learning_rate=1e-5,
@@ -311,24 +322,19 @@ def check_steps(model_path: str, steps: int = 3) -> str:
                      loss_type="dapo", logging_steps=1, report_to="none", save_strategy="no",
                      disable_tqdm=True)
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    w_trl = []
+    gaps = []
 
-    class Snapshot(TrainerCallback):
+    class Compare(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
-            w_trl.append(torch.cat([(v - w0[k]).flatten()
-                                    for k, v in model.state_dict().items()]).double())
+            gaps.append(weight_gap(w_rlvr[state.global_step - 1], model.state_dict(), w0))
 
     prompts = [{"prompt": t.prompt} for r in rollouts for t in r.tasks[::G]]
     t = GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [next(fixed) for _ in completions],
                     args=cfg, processing_class=AutoTokenizer.from_pretrained(model_path),
-                    train_dataset=Dataset.from_list(prompts), callbacks=[Snapshot()])
+                    train_dataset=Dataset.from_list(prompts), callbacks=[Compare()])
     norms = train_on_rollouts(t, rollouts)
-    lines = []
-    for k, (a, b) in enumerate(zip(w_rlvr, w_trl)):
-        lines.append(f"step {k + 1} (rewards {sum(rewards[k]):.0f}/{len(rewards[k])}): grad norm "
-                     f"rlvr {ours[k]:.6g} TRL {norms[k]:.6g}; weight change norm rlvr {a.norm():.6g} "
-                     f"TRL {b.norm():.6g}, relative difference {(a - b).norm() / b.norm():.2e}, "
-                     f"cosine {(a @ b) / (a.norm() * b.norm()):.6f}")
+    lines = [f"step {k + 1} (rewards {sum(rewards[k]):.0f}/{len(rewards[k])}): grad norm "
+             f"rlvr {ours[k]:.6g} TRL {norms[k]:.6g}; {gap}" for k, gap in enumerate(gaps)]
     return "same rollouts, step by step:\n  " + "\n  ".join(lines)
 
 
@@ -365,14 +371,7 @@ def check_steps_bench(a, steps: int = 2) -> str:
 
     class Compare(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
-            _, w = ours[state.global_step - 1]
-            dot = na = nb = nd = 0.0
-            for k, v in model.state_dict().items():
-                x, y = (w[k] - w0[k]).double().flatten(), (v.detach() - w0[k]).double().flatten()
-                dot, na, nb, nd = dot + float(x @ y), na + float(x @ x), nb + float(y @ y), nd + float((x - y) @ (x - y))
-            lines.append(f"weight change rlvr {na ** .5:.6g} TRL {nb ** .5:.6g}" + (
-                f", relative difference {(nd / nb) ** .5:.2e}, cosine {dot / (na * nb) ** .5:.6f}"
-                if na and nb else ""))
+            lines.append(weight_gap(ours[state.global_step - 1][1], model.state_dict(), w0))
 
     def reward(completions, task_id, **_):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
@@ -547,7 +546,6 @@ def check_rates(model_path: str, env, sampler: str, prompts: int, per_prompt: in
     prompts: rlvr's shared-prefix sampler ("shared") or transformers' generate ("hf", what
     TRL calls). Two samplers of the same softmax give the same rate up to binomial noise; a
     sampler that learns less per step would show here, where both start from one model."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from rlvr.trainer.rollout import generate, score
     tok = AutoTokenizer.from_pretrained(model_path)
