@@ -631,9 +631,10 @@ def _at(curve, step):
 
 def summary(a) -> None:
     pairs = {}
-    for path in sorted(a.out.glob("seed*-*.json")):
-        r = json.loads(path.read_text())
-        pairs.setdefault(r["seed"], {})[r["who"]] = r
+    for who, folder in (("rlvr", a.out), ("trl", a.trl_out or a.out)):
+        for path in sorted(folder.glob(f"seed*-{who}.json")):
+            r = json.loads(path.read_text())
+            pairs.setdefault(r["seed"], {})[who] = r
     done = {s: p for s, p in sorted(pairs.items()) if len(p) == 2}
     if not done:
         print("no finished seed pair under", a.out)
@@ -684,15 +685,19 @@ def summary(a) -> None:
     def mean_curve(who):     # at the steps every seed evaluated
         common = set.intersection(*({q["step"] for q in p[who]["curve"]} for p in done.values()))
         return [{"step": k, **{f: statistics.mean(_at(p[who]["curve"], k)[f] for p in done.values())
-                               for f in ("accuracy", "train_s")}} for k in sorted(common)]
+                               for f in ("accuracy", "train_s", "train_cpu_s")}}
+                for k in sorted(common)]
     trl_mean, rlvr_mean = mean_curve("trl"), mean_curve("rlvr")
-    t_trl = statistics.mean(r["train_s"] for r in rows["trl"])
     target = _at(trl_mean, a.steps)["accuracy"]
-    t = time_to(rlvr_mean, target)
     print(f"per-seed time-to-accuracy ratios: {[None if x is None else round(x, 2) for x in ratios]}")
-    print(f"mean curves: rlvr reaches TRL's mean final accuracy {target:.1%} at "
-          + (f"{t:.0f} s = {t / t_trl:.2f}x TRL's mean {t_trl:.0f} s (target <= 0.5x)"
-             if t is not None else f"never within {a.rlvr_steps} steps"))
+    print("mean curves, rlvr: " + ", ".join(f"@{q['step']} {q['accuracy']:.1%} ({q['train_cpu_s']:.0f} "
+                                             "CPU s)" for q in rlvr_mean))
+    for key, what in (("train_s", "wall"), ("train_cpu_s", "CPU")):
+        t_trl = statistics.mean(r[key] for r in rows["trl"])
+        t = time_to(rlvr_mean, target, key)
+        print(f"mean curves ({what}): rlvr reaches TRL's mean final accuracy {target:.1%} at "
+              + (f"{t:.0f} s = {t / t_trl:.2f}x TRL's mean {t_trl:.0f} s (target <= 0.5x)"
+                 if t is not None else f"never within {a.rlvr_steps} steps"))
 
 
 def _betai(a: float, b: float, x: float) -> float:
@@ -780,6 +785,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
+    p.add_argument("--trl-out", type=Path, default=None, metavar="DIR",
+                   help="--summary: TRL's runs from DIR (default --out), e.g. rlvr rerun after a "
+                        "change on its side only")
     p.add_argument("--pool", type=Path, nargs="*", default=None, metavar="DIR",
                    help="with --summary: also pool --out with these result folders (--out's runs "
                         "win) and test the difference (paired and Welch's t)")

@@ -133,6 +133,41 @@ def test_micro_batched_loss_equals_full_batch(tiny_model, tmp_path):
         assert r1["grad_norm"] == pytest.approx(r2["grad_norm"], rel=1e-4)
 
 
+@pytest.mark.parametrize("preset", ["grpo", "rloo"])
+def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, tiny_model, tmp_path):
+    # beta 0, no critic: a group whose rewards are all equal has advantage 0 on every token, so
+    # the update runs no backward for it. Metrics and weights must equal those of the update
+    # that runs it, through a mixed step, then an all-silent one (AdamW moves on momentum).
+    kw = dict(prompts_per_step=3, group_size=3, micro_batch_size=3, beta=0.0, inner_steps=2,
+              policy_loss="clip",
+              loss_aggregation="token_mean", weight_decay=0.1)
+    skip, full = (Trainer(tiny_config(tiny_model, tmp_path / n, preset=preset, **kw))
+                  for n in ("skip", "full"))
+    full._silent_groups = lambda rollout, adv: set()         # the same update, every backward run
+    rollout, _ = skip.collect()
+    losses = []
+    real = Trainer._micro_loss
+    skip._micro_loss = lambda b, i, *a: losses.append(i) or real(skip, b, i, *a)
+    for rewards in ([1.0, 0, 0, 0, 0, 0, 0.5, 0.5, 0.5], [0.0] * 9):
+        rollout.rewards = torch.tensor(rewards)
+        batches = skip.prepare(rollout), full.prepare(rollout)
+        assert [len(b.micro) for b in batches] == [3, 3]
+        assert batches[0].silent == ([False, True, True] if rewards[0] else [True] * 3)
+        assert batches[1].silent == [False] * 3
+        assert batches[0].stats["update/silent_group_frac"] == pytest.approx(
+            2 / 3 if rewards[0] else 1.0)
+        losses.clear()
+        got = [[tr.update(b, first=k == 0) for k in range(2)] for tr, b in zip((skip, full), batches)]
+        assert losses == ([0, 0] if rewards[0] else [])       # no loss, no backward, if silent
+        for a, b in zip(*got):
+            assert a.keys() == b.keys() and "entropy" in got[0][0]
+            assert a == {k: pytest.approx(v, rel=1e-5, abs=1e-7) for k, v in b.items()}
+        for (name, p), q in zip(skip.policy.named_parameters(), full.policy.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-7, msg=name)
+    assert not torch.equal(next(skip.policy.parameters()),
+                           next(Trainer(tiny_config(tiny_model, tmp_path / "x")).policy.parameters()))
+
+
 def test_ppo_inner_step_one_has_ratio_exactly_one(tiny_model, tmp_path):
     tr = Trainer(tiny_config(tiny_model, tmp_path / "ppo", "ppo"))
     rollout, _ = tr.collect()

@@ -64,6 +64,7 @@ class Batch:
     num_tokens: float
     stats: dict = field(default_factory=dict)
     prefix: SharedPrefix | None = None        # prompt tokens every row begins with, run once a pass
+    silent: list[bool] = field(default_factory=list)   # per micro-batch: its gradient is exactly 0
 
 
 class Trainer:
@@ -279,7 +280,13 @@ class Trainer:
 
     def _prepare(self, rollout: Rollout) -> Batch:
         cfg = self.cfg
-        parts = _micro_batches(rollout, cfg.micro_batch_size)
+        kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
+        # Outcome advantages need only the rewards unless the KL goes into them: computed once,
+        # here, so the groups they leave without a gradient can go into micro-batches of their own.
+        adv = (self._outcome_values(rollout) if cfg.advantage not in alg.TOKEN_ADVANTAGES
+               and not kl_in_reward else None)
+        quiet = self._silent_groups(rollout, adv)
+        parts, silent = _split_micro_batches(rollout, cfg.micro_batch_size, quiet)
         # a system turn that begins every prompt: once per pass, not once per micro-batch
         prefix = (SharedPrefix.of(rollout.prompt_ids, self.device)
                   if self.share_prefix and len(parts) > 1 else None)
@@ -296,7 +303,6 @@ class Trainer:
         with one_pass(prefix):
             ref = [completion_logprobs(self.ref, mb, cfg.temperature)[0] if self.ref else None
                    for mb in micro]
-        kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
         with one_pass(prefix):
             old = [completion_logprobs(self.policy, mb, cfg.temperature)[0] if kl_in_reward
                    else None for mb in micro]
@@ -306,30 +312,45 @@ class Trainer:
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
                       [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
-        batch.prefix = prefix
+        batch.prefix, batch.silent = prefix, silent
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
             self._token_advantages(batch, kl_tok)
         else:
-            self._outcome_advantages(batch, kl_tok)
+            if adv is None:       # the KL is in the reward: it needed the micro-batches first
+                adv = self._outcome_values(rollout, self._kl_per_sequence(batch, kl_tok))
+            batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro]
+            batch.stats.update(self._advantage_stats(adv[rollout.valid.to(self.device)]))
+        batch.stats["update/silent_group_frac"] = len(quiet) / max(rollout.num_groups, 1)
         return batch
 
-    def _outcome_advantages(self, batch: Batch, kl_tok: list) -> None:
-        """Completion-level advantages (REINFORCE, RLOO, GRPO family), repeated on every token.
-        With the KL in the reward, each completion's reward loses beta * sum_t KL_t first."""
-        cfg, r = self.cfg, batch.rollout
+    def _outcome_values(self, r: Rollout, kl_seq: torch.Tensor | None = None) -> torch.Tensor:
+        """Completion-level advantages [N] (REINFORCE, RLOO, GRPO family), to be repeated on every
+        token. With the KL in the reward, each completion's reward loses beta * sum_t KL_t first.
+        Called once per batch: the moving-average baseline is folded forward by each call."""
+        cfg = self.cfg
         rewards = r.rewards.to(self.device).clone()
-        if kl_tok[0] is not None:
-            kl_seq = torch.zeros_like(rewards)
-            for mb, k in zip(batch.micro, kl_tok):
-                kl_seq[mb.rows] = k.sum(-1)
+        if kl_seq is not None:
             rewards -= self.kl_ctl.beta * kl_seq
-        valid = r.valid.to(self.device)
-        adv = alg.outcome_advantages(cfg.advantage, alg.AdvantageInputs(
-            rewards, valid, r.group_size, cfg.scale_rewards,
+        return alg.outcome_advantages(cfg.advantage, alg.AdvantageInputs(
+            rewards, r.valid.to(self.device), r.group_size, cfg.scale_rewards,
             baseline=self.baseline if cfg.baseline == "moving_average" else None,
             global_sum=self.dist.sum))
-        batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in batch.micro]
-        batch.stats.update(self._advantage_stats(adv[valid]))
+
+    def _kl_per_sequence(self, batch: Batch, kl_tok: list) -> torch.Tensor:
+        kl_seq = torch.zeros(len(batch.rollout), device=self.device)
+        for mb, k in zip(batch.micro, kl_tok):
+            kl_seq[mb.rows] = k.sum(-1)
+        return kl_seq
+
+    def _silent_groups(self, r: Rollout, adv: torch.Tensor | None) -> set[int]:
+        """Groups whose every advantage is exactly 0 when nothing else reaches the gradient (no
+        KL term, no critic): their loss terms are A * (...) = 0, so their gradient is exactly 0
+        and the update skips their backward -- in RLVR's sparse early rewards, most groups
+        (every completion wrong). They still count in the normalisers and the metrics."""
+        if adv is None or self.ref is not None or self.critic is not None:
+            return set()
+        zero = (adv == 0).view(-1, r.group_size).all(-1)
+        return set(zero.nonzero().flatten().tolist())
 
     def _advantage_stats(self, adv: torch.Tensor) -> dict:
         a = torch.cat([x.to(torch.float64) for x in self.dist.gather(adv.detach().cpu())])
@@ -381,12 +402,19 @@ class Trainer:
         # (dropout stays on for the backward: checkpointed layers replay their forward there)
         with lora_dropout_active(self.policy, cfg.lora_dropout > 0), one_pass(batch.prefix):
             for i in range(len(batch.micro)):
-                with self.precision():
-                    loss = self._micro_loss(batch, i, first, acc)
-                loss.backward()
+                if not batch.silent[i]:
+                    with self.precision():
+                        loss = self._micro_loss(batch, i, first, acc)
+                    loss.backward()
             if batch.prefix is not None:
                 batch.prefix.backward()         # the shared prompt prefix's gradient, once
+            for i in range(len(batch.micro)):
+                if batch.silent[i]:
+                    self._silent_micro(batch, i, first, acc)
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        if all(batch.silent):       # no backward ran: a zero gradient, so AdamW still steps
+            for p in params:        # on its moments (and decay) as after an all-zero backward
+                p.grad = torch.zeros_like(p) if p.grad is None else p.grad
         self.dist.sum_gradients(params)      # ranks' shares of the global loss -> its gradient
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float("inf"))
         self.optimizer.step()
@@ -395,6 +423,20 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         return _Accumulator.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
+
+    def _silent_micro(self, batch: Batch, i: int, first: bool, acc: "_Accumulator") -> None:
+        """A micro-batch with an exactly zero loss and gradient: no backward. Its tokens still
+        count in the metrics; inner step 1 measures their entropy in a forward without autograd
+        (a third of a forward and backward)."""
+        mask, entropy = batch.loss_mask[i], None
+        if first:
+            with torch.no_grad(), self.precision():
+                _, entropy = completion_logprobs(self.policy, batch.micro[i], self.cfg.temperature,
+                                                 with_entropy=True)
+        acc.add("loss", 0.0)
+        acc.add("loss/policy", 0.0)
+        none = torch.zeros_like(mask)
+        acc.tokens(mask, none, none, entropy)
 
     def _micro_loss(self, batch: Batch, i: int, first: bool, acc: "_Accumulator") -> torch.Tensor:
         """-objective(pi/pi_old, A) + beta*KL on micro-batch i, aggregated per the preset and
@@ -542,17 +584,27 @@ class _Accumulator:
         return out
 
 
-def _micro_batches(rollout: Rollout, size: int) -> list[list[list[int]]]:
-    """Rows -> micro-batches of equal-sized same-prompt units: whole groups when `size` >= G
-    (size // G groups each), else slices of one group. Longest first, so padding stays small."""
+def _micro_batches(rollout: Rollout, size: int,
+                   which: list[int] | None = None) -> list[list[list[int]]]:
+    """Rows of the groups `which` (default: all) -> micro-batches of equal-sized same-prompt units: whole
+    groups when `size` >= G (size // G groups each), else slices of one group. Longest first,
+    so padding stays small."""
     G = rollout.group_size
     total = lambda rows: max(len(rollout.prompt_ids[r]) + len(rollout.completion_ids[r]) for r in rows)
-    groups = sorted((list(range(g * G, (g + 1) * G)) for g in range(rollout.num_groups)),
-                    key=lambda rows: -total(rows))
+    which = range(rollout.num_groups) if which is None else which
+    groups = sorted((list(range(g * G, (g + 1) * G)) for g in which), key=lambda rows: -total(rows))
     if size >= G:
         per = size // G
         return [groups[i:i + per] for i in range(0, len(groups), per)]
     return [[grp[j:j + size]] for grp in groups for j in range(0, G, size)]
+
+
+def _split_micro_batches(rollout: Rollout, size: int, quiet: set[int]):
+    """Micro-batches of the groups with a gradient, then micro-batches of the silent groups
+    (`quiet`) on their own, so that a whole micro-batch can skip its backward; and which is which."""
+    live = [g for g in range(rollout.num_groups) if g not in quiet]
+    loud, still = _micro_batches(rollout, size, live), _micro_batches(rollout, size, sorted(quiet))
+    return loud + still, [False] * len(loud) + [True] * len(still)
 
 
 def _merge_inner(inner: list[dict]) -> dict:
