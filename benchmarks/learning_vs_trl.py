@@ -10,6 +10,9 @@ r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same
     .venv/bin/python benchmarks/learning_vs_trl.py --summary                # table of what is saved
     .venv/bin/python benchmarks/learning_vs_trl.py --summary --out benchmarks/results/learning_vs_trl/packed \
         --pool benchmarks/results/learning_vs_trl      # + every run pooled, with paired/Welch p-values
+    .venv/bin/python benchmarks/learning_vs_trl.py --summary --out benchmarks/results/learning_vs_trl/silent_skip \
+        --rlvr-steps 12 --trl-out benchmarks/results/learning_vs_trl/packed \
+        benchmarks/results/learning_vs_trl      # rlvr rerun on its own, paired with the TRL runs
 
 Task (issue 18, "Side by side with TRL"): two-digit additions a + b (a, b in 10..99), the chat
 prompt 'What is a + b? Put the final answer in \boxed{}.' (SmolLM2's chat template, its default
@@ -631,10 +634,11 @@ def _at(curve, step):
 
 def summary(a) -> None:
     pairs = {}
-    for who, folder in (("rlvr", a.out), ("trl", a.trl_out or a.out)):
-        for path in sorted(folder.glob(f"seed*-{who}.json")):
-            r = json.loads(path.read_text())
-            pairs.setdefault(r["seed"], {})[who] = r
+    for who, folders in (("rlvr", [a.out]), ("trl", a.trl_out or [a.out])):
+        for folder in reversed(folders):            # the first folder holding a seed's run wins
+            for path in sorted(folder.glob(f"seed*-{who}.json")):
+                r = json.loads(path.read_text())
+                pairs.setdefault(r["seed"], {})[who] = r
     done = {s: p for s, p in sorted(pairs.items()) if len(p) == 2}
     if not done:
         print("no finished seed pair under", a.out)
@@ -785,9 +789,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
-    p.add_argument("--trl-out", type=Path, default=None, metavar="DIR",
-                   help="--summary: TRL's runs from DIR (default --out), e.g. rlvr rerun after a "
-                        "change on its side only")
+    p.add_argument("--trl-out", type=Path, nargs="+", default=None, metavar="DIR",
+                   help="--summary: TRL's runs from these folders (default --out; the first "
+                        "holding a seed wins), e.g. rlvr rerun after a change on its side only")
     p.add_argument("--pool", type=Path, nargs="*", default=None, metavar="DIR",
                    help="with --summary: also pool --out with these result folders (--out's runs "
                         "win) and test the difference (paired and Welch's t)")
