@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.loop import Trainer, _Accumulator
+from rlvr.trainer.loop import Trainer
+from rlvr.trainer.metrics import UpdateStats
 from rlvr.trainer.tiny import build_tiny_model
 
 G = 4
@@ -76,7 +77,7 @@ def test_token_mean_grpo_gradient_is_trls_dapo_gradient(tiny_model, tmp_path, sh
 
     tr.policy.zero_grad(set_to_none=True)
     for i in range(len(batch.micro)):                  # Trainer.update's gradient, unstepped
-        tr._micro_loss(batch, i, True, _Accumulator()).backward()
+        tr._micro_loss(batch, i, True, UpdateStats()).backward()
     if batch.prefix is not None:                       # the prompts' shared system turn
         batch.prefix.backward()
     ours = grads(tr.policy).clone()

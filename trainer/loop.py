@@ -40,7 +40,8 @@ from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
 from .episodes import (episode_engine, episode_metrics, episode_sample, overlong_lengths,
                        policy_tokens)
-from .metrics import MetricsLogger, peak_memory_gib, rollout_metrics
+from .metrics import (MetricsLogger, UpdateStats, merge_inner_steps, peak_memory_gib,
+                      rollout_metrics)
 from .models import (AdaptersOff, MicroBatch, SharedPrefix, ValueModel, add_lora, autocast,
                      completion_logprobs, completion_values, enable_checkpointing, frozen_copy,
                      load_lora, load_policy, load_tokenizer, lora_dropout_active, one_pass, pack)
@@ -195,7 +196,7 @@ class Trainer:
         if self.ref is not None:      # Ziegler et al.'s horizon counts samples, not steps
             self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")), int(n_samples))
         metrics.update(batch.stats)
-        metrics.update(_merge_inner(inner))
+        metrics.update(merge_inner_steps(inner))
         metrics.update({"beta": beta, "lr": self.scheduler.get_last_lr()[0],
                         "timing/update_s": t2 - t1, "timing/step_s": t2 - t0,
                         "throughput/tokens_per_s": n_tokens / (t2 - t0),
@@ -397,7 +398,7 @@ class Trainer:
     # --- 3. one inner step --------------------------------------------------------------------
     def update(self, batch: Batch, first: bool) -> dict:
         """One optimizer step over the whole batch (gradients accumulated per micro-batch)."""
-        cfg, acc = self.cfg, _Accumulator()
+        cfg, acc = self.cfg, UpdateStats()
         self.optimizer.zero_grad(set_to_none=True)
         # (dropout stays on for the backward: checkpointed layers replay their forward there)
         with lora_dropout_active(self.policy, cfg.lora_dropout > 0), one_pass(batch.prefix):
@@ -422,9 +423,9 @@ class Trainer:
         # and checkpoints do not carry a parameter-sized buffer (0.5 GiB for 135M).
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
-        return _Accumulator.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
+        return UpdateStats.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
 
-    def _silent_micro(self, batch: Batch, i: int, first: bool, acc: "_Accumulator") -> None:
+    def _silent_micro(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> None:
         """A micro-batch with an exactly zero loss and gradient: no backward. Its tokens still
         count in the metrics; inner step 1 measures their entropy in a forward without autograd
         (a third of a forward and backward)."""
@@ -438,7 +439,7 @@ class Trainer:
         none = torch.zeros_like(mask)
         acc.tokens(mask, none, none, entropy)
 
-    def _micro_loss(self, batch: Batch, i: int, first: bool, acc: "_Accumulator") -> torch.Tensor:
+    def _micro_loss(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> torch.Tensor:
         """-objective(pi/pi_old, A) + beta*KL on micro-batch i, aggregated per the preset and
         normalised by the whole batch's counts (plus the critic's value loss for PPO)."""
         cfg, mb, mask = self.cfg, batch.micro[i], batch.loss_mask[i]
@@ -532,58 +533,6 @@ class Trainer:
         return rows
 
 
-class _Accumulator:
-    """Sums per-token statistics over micro-batches of one inner step."""
-
-    def __init__(self):
-        self.sums, self.n_tok, self.low, self.high = {}, 0.0, 0.0, 0.0
-        self.ent_sum, self.ent_n = 0.0, 0.0
-        self.kl_parts = None
-
-    def add(self, key, value):
-        self.sums[key] = self.sums.get(key, 0.0) + value
-
-    def tokens(self, mask, low, high, entropy):
-        self.n_tok += float(mask.sum())
-        self.low += float((low & mask).sum())
-        self.high += float((high & mask).sum())
-        if entropy is not None:
-            self.ent_sum += float(entropy[mask].sum())
-            self.ent_n += float(mask.sum())
-
-    def kl(self, logp, ref_logp, mask):
-        k1, k3 = alg.kl_k1(logp, ref_logp) * mask, alg.kl_k3(logp, ref_logp) * mask
-        parts = [float(k1.sum()), float(k3.sum()), float(mask.any(-1).sum())]
-        self.kl_parts = parts if self.kl_parts is None else [a + b for a, b in zip(self.kl_parts, parts)]
-
-    @classmethod
-    def merged(cls, parts: list["_Accumulator"]) -> "_Accumulator":
-        """The ranks' accumulators summed (every field is a sum)."""
-        out = cls()
-        for p in parts:
-            for k, v in p.sums.items():
-                out.add(k, v)
-            out.n_tok, out.low, out.high = out.n_tok + p.n_tok, out.low + p.low, out.high + p.high
-            out.ent_sum, out.ent_n = out.ent_sum + p.ent_sum, out.ent_n + p.ent_n
-            if p.kl_parts is not None:
-                out.kl_parts = p.kl_parts if out.kl_parts is None else \
-                    [a + b for a, b in zip(out.kl_parts, p.kl_parts)]
-        return out
-
-    def result(self, num_seqs: float, grad_norm: float) -> dict:
-        n = max(self.n_tok, 1.0)
-        out = {**self.sums, "grad_norm": grad_norm, "clip_ratio/low_mean": self.low / n,
-               "clip_ratio/high_mean": self.high / n,
-               "clip_ratio/region_mean": (self.low + self.high) / n}
-        if self.ent_n:
-            out["entropy"] = self.ent_sum / self.ent_n
-        if self.kl_parts is not None:
-            k1, k3, seqs = self.kl_parts
-            out.update({"kl": k3 / n, "kl/k1": k1 / n, "kl/k3": k3 / n,
-                        "kl/k1_seq_sum": k1 / max(seqs, 1.0)})
-        return out
-
-
 def _micro_batches(rollout: Rollout, size: int,
                    which: list[int] | None = None) -> list[list[list[int]]]:
     """Rows of the groups `which` (default: all) -> micro-batches of equal-sized same-prompt units: whole
@@ -605,17 +554,6 @@ def _split_micro_batches(rollout: Rollout, size: int, quiet: set[int]):
     live = [g for g in range(rollout.num_groups) if g not in quiet]
     loud, still = _micro_batches(rollout, size, live), _micro_batches(rollout, size, sorted(quiet))
     return loud + still, [False] * len(loud) + [True] * len(still)
-
-
-def _merge_inner(inner: list[dict]) -> dict:
-    """Losses, grad norms and clip fractions averaged over the mu inner steps; entropy and KL
-    come from inner step 1 (measured at theta_old, the policy that sampled)."""
-    out = {}
-    for key in inner[0]:
-        vals = [d[key] for d in inner if key in d]
-        out[key] = inner[0][key] if key in ("entropy",) or key.startswith("kl") else sum(vals) / len(vals)
-    out["inner_steps"] = len(inner)
-    return out
 
 
 def _reward_pool(cfg: TrainConfig):

@@ -15,7 +15,10 @@ from rlvr.core import STATUSES
 from rlvr.stats import quantile
 from rlvr.verifiers.parser import ThinkParser
 
-__all__ = ["rollout_metrics", "MetricsLogger", "peak_memory_gib"]
+from . import algorithms as alg
+
+__all__ = ["rollout_metrics", "MetricsLogger", "peak_memory_gib", "UpdateStats",
+           "merge_inner_steps"]
 
 
 def _mean(xs) -> float:
@@ -161,3 +164,66 @@ def _truncate_after(path: Path, step: int) -> None:
             if line.endswith("\n") and line.strip() and json.loads(line).get("step", 0) <= step]
     path.write_text("".join(keep))
 
+
+# --- the update's own metrics ------------------------------------------------------------------
+class UpdateStats:
+    """Sums per-token statistics over micro-batches of one inner step."""
+
+    def __init__(self):
+        self.sums, self.n_tok, self.low, self.high = {}, 0.0, 0.0, 0.0
+        self.ent_sum, self.ent_n = 0.0, 0.0
+        self.kl_parts = None
+
+    def add(self, key, value):
+        self.sums[key] = self.sums.get(key, 0.0) + value
+
+    def tokens(self, mask, low, high, entropy):
+        self.n_tok += float(mask.sum())
+        self.low += float((low & mask).sum())
+        self.high += float((high & mask).sum())
+        if entropy is not None:
+            self.ent_sum += float(entropy[mask].sum())
+            self.ent_n += float(mask.sum())
+
+    def kl(self, logp, ref_logp, mask):
+        k1, k3 = alg.kl_k1(logp, ref_logp) * mask, alg.kl_k3(logp, ref_logp) * mask
+        parts = [float(k1.sum()), float(k3.sum()), float(mask.any(-1).sum())]
+        self.kl_parts = parts if self.kl_parts is None else [a + b for a, b in zip(self.kl_parts, parts)]
+
+    @classmethod
+    def merged(cls, parts: list["UpdateStats"]) -> "UpdateStats":
+        """The ranks' accumulators summed (every field is a sum)."""
+        out = cls()
+        for p in parts:
+            for k, v in p.sums.items():
+                out.add(k, v)
+            out.n_tok, out.low, out.high = out.n_tok + p.n_tok, out.low + p.low, out.high + p.high
+            out.ent_sum, out.ent_n = out.ent_sum + p.ent_sum, out.ent_n + p.ent_n
+            if p.kl_parts is not None:
+                out.kl_parts = p.kl_parts if out.kl_parts is None else \
+                    [a + b for a, b in zip(out.kl_parts, p.kl_parts)]
+        return out
+
+    def result(self, num_seqs: float, grad_norm: float) -> dict:
+        n = max(self.n_tok, 1.0)
+        out = {**self.sums, "grad_norm": grad_norm, "clip_ratio/low_mean": self.low / n,
+               "clip_ratio/high_mean": self.high / n,
+               "clip_ratio/region_mean": (self.low + self.high) / n}
+        if self.ent_n:
+            out["entropy"] = self.ent_sum / self.ent_n
+        if self.kl_parts is not None:
+            k1, k3, seqs = self.kl_parts
+            out.update({"kl": k3 / n, "kl/k1": k1 / n, "kl/k3": k3 / n,
+                        "kl/k1_seq_sum": k1 / max(seqs, 1.0)})
+        return out
+
+
+def merge_inner_steps(inner: list[dict]) -> dict:
+    """Losses, grad norms and clip fractions averaged over the mu inner steps; entropy and KL
+    come from inner step 1 (measured at theta_old, the policy that sampled)."""
+    out = {}
+    for key in inner[0]:
+        vals = [d[key] for d in inner if key in d]
+        out[key] = inner[0][key] if key in ("entropy",) or key.startswith("kl") else sum(vals) / len(vals)
+    out["inner_steps"] = len(inner)
+    return out
