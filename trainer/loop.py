@@ -312,15 +312,15 @@ class Trainer:
         # Normalisers of the *global* batch: each rank's loss is then its share of the whole.
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
-                      [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
-        batch.prefix, batch.silent = prefix, silent
+                      [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0),
+                      prefix=prefix, silent=silent)
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
             self._token_advantages(batch, kl_tok)
         else:
             if adv is None:       # the KL is in the reward: it needed the micro-batches first
                 adv = self._outcome_values(rollout, self._kl_per_sequence(batch, kl_tok))
             batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro]
-            batch.stats.update(self._advantage_stats(adv[rollout.valid.to(self.device)]))
+            batch.stats.update(self._advantage_stats(adv[valid]))
         batch.stats["update/silent_group_frac"] = len(quiet) / max(rollout.num_groups, 1)
         return batch
 
