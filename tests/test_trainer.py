@@ -133,32 +133,46 @@ def test_micro_batched_loss_equals_full_batch(tiny_model, tmp_path):
         assert r1["grad_norm"] == pytest.approx(r2["grad_norm"], rel=1e-4)
 
 
-@pytest.mark.parametrize("preset", ["grpo", "rloo"])
-def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, tiny_model, tmp_path):
+@pytest.mark.parametrize("preset,measured", [("grpo", True), ("rloo", True), ("grpo", False)])
+def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, measured, tiny_model,
+                                                                    tmp_path, monkeypatch):
     # beta 0, no critic: a group whose rewards are all equal has advantage 0 on every token, so
     # the update runs no backward for it. Metrics and weights must equal those of the update
     # that runs it, through a mixed step, then an all-silent one (AdamW moves on momentum).
+    # Their entropy comes from the sampler (`measured`) or, if it did not measure it, from a
+    # forward without autograd.
     kw = dict(prompts_per_step=3, group_size=3, micro_batch_size=3, beta=0.0, inner_steps=2,
               policy_loss="clip",
               loss_aggregation="token_mean", weight_decay=0.1)
     skip, full = (Trainer(tiny_config(tiny_model, tmp_path / n, preset=preset, **kw))
                   for n in ("skip", "full"))
     full._silent_groups = lambda rollout, adv: set()         # the same update, every backward run
-    rollout, _ = skip.collect()
-    losses = []
+    losses, forwards = [], []
     real = Trainer._micro_loss
     skip._micro_loss = lambda b, i, *a: losses.append(i) or real(skip, b, i, *a)
+    import rlvr.trainer.loop as loop
+    monkeypatch.setattr(loop, "completion_logprobs", lambda model, *a, **k: (
+        forwards.append(1) if model is skip.policy else None) or completion_logprobs(model, *a, **k))
     for rewards in ([1.0, 0, 0, 0, 0, 0, 0.5, 0.5, 0.5], [0.0] * 9):
+        rollout, _ = skip.collect()          # sampled by the current policy, as in training
+        assert (rollout.token_entropy is not None) and len(rollout.token_entropy) == 9
+        if not measured:
+            rollout.token_entropy = None
         rollout.rewards = torch.tensor(rewards)
         batches = skip.prepare(rollout), full.prepare(rollout)
         assert [len(b.micro) for b in batches] == [3, 3]
         assert batches[0].silent == ([False, True, True] if rewards[0] else [True] * 3)
         assert batches[1].silent == [False] * 3
+        assert [e is not None for e in batches[0].sampled_entropy] == \
+            [s and measured for s in batches[0].silent]
         assert batches[0].stats["update/silent_group_frac"] == pytest.approx(
             2 / 3 if rewards[0] else 1.0)
         losses.clear()
+        forwards.clear()
         got = [[tr.update(b, first=k == 0) for k in range(2)] for tr, b in zip((skip, full), batches)]
         assert losses == ([0, 0] if rewards[0] else [])       # no loss, no backward, if silent
+        silent = sum(batches[0].silent)
+        assert len(forwards) == len(losses) + (0 if measured else silent)   # entropy's forwards
         for a, b in zip(*got):
             assert a.keys() == b.keys() and "entropy" in got[0][0]
             assert a == {k: pytest.approx(v, rel=1e-5, abs=1e-7) for k, v in b.items()}
@@ -290,6 +304,30 @@ def test_common_prefix_is_prefilled_once_with_the_same_result(tiny_model, tmp_pa
     finally:
         models.MIN_COMMON_PREFIX = ro_min
     assert once == whole and any(len(s) > 1 for s in once[0])
+
+
+@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.8)])
+def test_sampler_measures_the_entropy_the_update_would(temperature, top_p, tiny_model, tmp_path):
+    # The sampler holds each token's distribution: its entropy there (of softmax(logits / T),
+    # the whole distribution, not the top-p nucleus) equals the training forward's, token by
+    # token, so a group without signal needs no forward for the entropy metric.
+    import rlvr.trainer.rollout as ro
+    tr = Trainer(tiny_config(tiny_model, tmp_path / "e", temperature=temperature, top_p=top_p))
+    rollout, _ = tr.collect()
+    batch = tr.prepare(rollout)
+    assert [len(h) for h in rollout.token_entropy] == [len(c) for c in rollout.completion_ids]
+    for mb in batch.micro:
+        with torch.no_grad():
+            _, ent = completion_logprobs(tr.policy, mb, temperature, with_entropy=True)
+        torch.testing.assert_close(ro.sampled_entropy(rollout, mb)[mb.mask], ent[mb.mask],
+                                   rtol=1e-4, atol=1e-4)
+    picked = rollout.select_groups([1])
+    assert picked.token_entropy == rollout.token_entropy[3:6]
+    assert ro.Rollout.concat([picked, rollout]).token_entropy == picked.token_entropy + rollout.token_entropy
+    picked.token_entropy = None                            # one part unmeasured: none is
+    assert ro.Rollout.concat([picked, rollout]).token_entropy is None
+    greedy = tr.engine.generate(rollout.tasks[:1], 1, 8, greedy=True)
+    assert greedy.token_entropy is None
 
 
 def test_failed_verdicts_are_counted_and_left_out(tiny_model, tmp_path):

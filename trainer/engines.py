@@ -42,17 +42,22 @@ class RolloutEngine(Protocol):
 
 
 class HFEngine:
-    """Generation with the training policy module itself (transformers)."""
+    """Generation with the training policy module itself (transformers). `with_entropy`: sampled
+    rollouts carry each token's sampling entropy (`Rollout.token_entropy`), the policy's own at
+    inner step 1, so the update need not run a forward just to measure it."""
 
-    def __init__(self, policy, tokenizer, batch_size: int = 0, share_prefix: bool = True):
+    def __init__(self, policy, tokenizer, batch_size: int = 0, share_prefix: bool = True,
+                 with_entropy: bool = False):
         self.policy, self.tokenizer = policy, tokenizer
         self.batch_size, self.share_prefix = batch_size, share_prefix
+        self.with_entropy = with_entropy
 
     def generate(self, tasks, group_size, max_new_tokens, *, temperature=1.0, top_p=1.0,
                  greedy=False, seeds=None) -> Rollout:
         return generate(self.policy, self.tokenizer, tasks, group_size, max_new_tokens,
                         temperature, top_p, greedy, batch_size=self.batch_size,
-                        share_prefix=self.share_prefix, seeds=seeds)
+                        share_prefix=self.share_prefix, seeds=seeds,
+                        with_entropy=self.with_entropy)
 
     def sync_weights(self, policy) -> None:
         self.policy = policy        # same module object: nothing to copy
@@ -112,7 +117,8 @@ def make_engine(name: str, policy, tokenizer, cfg) -> RolloutEngine:
     """The engine a TrainConfig asks for (`rollout_engine`)."""
     if name == "hf":
         device = next(policy.parameters()).device.type
-        return HFEngine(policy, tokenizer, cfg.generation_batch_size, cfg.prefix_sharing(device))
+        return HFEngine(policy, tokenizer, cfg.generation_batch_size, cfg.prefix_sharing(device),
+                        with_entropy=True)
     if name == "vllm":
         from .models import resolve_model
         engine = VLLMEngine(resolve_model(cfg.model), tokenizer, dtype=cfg.dtype,

@@ -235,6 +235,7 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
         e.end_reason = e.end_reason or "stop"
         rollout.completion_ids[i] = e.token_ids
         rollout.completions[i] = e
+    rollout.token_entropy = None        # measured on turn 1 only: the update measures episodes
     return rollout
 
 

@@ -94,6 +94,9 @@ class Rollout:
     rewards: torch.Tensor | None = None   # [N] float: verdict score (+ shaping)
     valid: torch.Tensor | None = None     # [N] bool: counted in baselines and losses
     group_size: int = 1
+    # per row, the entropy of each completion token's sampling distribution, when the sampler
+    # measured it (the built-in one does): the update's entropy metric without a forward
+    token_entropy: list[list[float]] | None = None
 
     def __len__(self) -> int:
         return len(self.completions)
@@ -108,16 +111,18 @@ class Rollout:
         return Rollout(pick(self.tasks), pick(self.prompt_ids), pick(self.completion_ids),
                        pick(self.completions), pick(self.verdicts),
                        None if self.rewards is None else self.rewards[rows],
-                       None if self.valid is None else self.valid[rows], self.group_size)
+                       None if self.valid is None else self.valid[rows], self.group_size,
+                       None if self.token_entropy is None else pick(self.token_entropy))
 
     @staticmethod
     def concat(parts: list["Rollout"]) -> "Rollout":
         first = parts[0]
         cat = lambda name: [x for p in parts for x in getattr(p, name)]
+        measured = all(p.token_entropy is not None for p in parts)
         return Rollout(cat("tasks"), cat("prompt_ids"), cat("completion_ids"),
                        cat("completions"), cat("verdicts"),
                        torch.cat([p.rewards for p in parts]), torch.cat([p.valid for p in parts]),
-                       first.group_size)
+                       first.group_size, cat("token_entropy") if measured else None)
 
 
 def _eos_ids(model, tokenizer) -> set[int]:
@@ -131,7 +136,7 @@ def _eos_ids(model, tokenizer) -> set[int]:
 def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_tokens: int,
              temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
              batch_size: int = 0, share_prefix: bool = False,
-             seeds: list[int] | None = None) -> Rollout:
+             seeds: list[int] | None = None, with_entropy: bool = False) -> Rollout:
     """Sample `group_size` completions per task.
 
     Completions are cut after their first EOS (kept: the model must learn to stop) and marked
@@ -143,6 +148,8 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     a group's completions depend only on its seed, not on what else is in the batch (so not on
     the number of data-parallel ranks); HF `generate` is seeded once per call from the call's
     first seed. Without seeds, the global torch RNG is used.
+    `with_entropy`: the shared-prefix sampler also records each token's sampling entropy
+    (`Rollout.token_entropy`); other paths leave it None.
     """
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
@@ -150,13 +157,16 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     prompts = [encode_prompt(tokenizer, t.prompt, t.metadata.get("tools")) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
     out = Rollout([], [], [], [], group_size=group_size)
+    measure = with_entropy and share_prefix and not greedy
+    out.token_entropy = [] if measure else None
     for start in range(0, len(tasks), per_call):
         chunk = prompts[start:start + per_call]
         chunk_seeds = None if seeds is None or greedy else seeds[start:start + per_call]
+        entropies = [] if measure else None
         if share_prefix:
             seqs = sample_shared_prefix(model, chunk, group_size, max_new_tokens, eos,
                                         tokenizer.pad_token_id, temperature, top_p, greedy,
-                                        seeds=chunk_seeds)
+                                        seeds=chunk_seeds, entropies=entropies)
         else:
             with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
                 seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
@@ -171,6 +181,8 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
             out.prompt_ids.append(prompts[g])
             out.completion_ids.append(ids_k)
             out.completions.append(Completion(text, ids_k, "stop" if stop is not None else "length"))
+            if measure:
+                out.token_entropy.append(entropies[k][:len(ids_k)])
     return out
 
 
@@ -217,13 +229,18 @@ def _seeded(seed: int | None, model):
 
 
 def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
-          groups: list[int] | None = None, gens: list | None = None) -> torch.Tensor:
+          groups: list[int] | None = None, gens: list | None = None,
+          entropy: list | None = None) -> torch.Tensor:
     """One token per row from softmax(logits / T), restricted to the top-p nucleus. With
-    per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent)."""
+    per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent).
+    `entropy`: a list that receives each row's entropy of softmax(logits / T), the whole
+    distribution before top-p (what the trainer's entropy metric measures)."""
     if greedy:
         return logits.argmax(-1)
     z = logits.float()
     probs = torch.softmax(z / temperature if temperature != 1.0 else z, -1)   # x / 1 == x
+    if entropy is not None:
+        entropy.extend(torch.special.entr(probs).sum(-1).tolist())    # -sum p log p, 0 log 0 = 0
     if top_p < 1.0:
         sorted_p, order = probs.sort(-1, descending=True)
         drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
@@ -251,12 +268,14 @@ def prefill(model, prompts: list[list[int]], pad_id: int):
 
 def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
                          pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
-                         greedy: bool = False, seeds: list[int] | None = None) -> list[list[int]]:
+                         greedy: bool = False, seeds: list[int] | None = None,
+                         entropies: list | None = None) -> list[list[int]]:
     """Decode G completions per prompt with a KV cache: each prompt is prefilled once (a prefix
     common to all prompts once for all: `prefill`) and its cache repeated G times (plain
     `generate` prefills every copy), and rows that emitted EOS leave the batch at once (plain
     `generate` keeps computing them until all finish).
-    `seeds`: one per prompt; its group samples from its own generator."""
+    `seeds`: one per prompt; its group samples from its own generator.
+    `entropies`: a list that receives, per row, its tokens' sampling entropies."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     cache, logits, attn = prefill(model, prompts, pad_id)
@@ -264,26 +283,36 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     logits = logits.repeat_interleave(G, 0)
     attn = attn.repeat_interleave(G, 0)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
-                         top_p, greedy, [row // G for row in range(len(prompts) * G)], gens)
+                         top_p, greedy, [row // G for row in range(len(prompts) * G)], gens,
+                         entropies)
 
 
 def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
                   temperature: float, top_p: float, greedy: bool, group_of: list[int],
-                  gens: list | None) -> list[list[int]]:
+                  gens: list | None, entropies: list | None = None) -> list[list[int]]:
     """Sample up to `max_new` tokens per row from prefilled state (`logits` [B, V] of each
     row's last position, its `cache`, 2-D `attn` mask and next position `pos`); a row that
-    emits EOS leaves the batch at once. Row i samples from gens[group_of[i]]."""
+    emits EOS leaves the batch at once. Row i samples from gens[group_of[i]].
+    `entropies`: a list that receives, per row, the entropy of each token's distribution
+    (measured here, where the distribution already exists, it spares the trainer a forward)."""
     device = logits.device
     cache_kw = cache_kwarg(model)
     # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
     # is the only synchronisation (GPU kernels queue ahead otherwise).
     active = list(range(logits.size(0)))
     seqs: list[list[int]] = [[] for _ in active]
+    measure = entropies is not None and not greedy
+    if measure:
+        entropies.extend([] for _ in active)
     for t in range(max_new):
-        tok = _pick(logits, temperature, top_p, greedy, [group_of[row] for row in active], gens)
+        step_entropy = [] if measure else None
+        tok = _pick(logits, temperature, top_p, greedy, [group_of[row] for row in active], gens,
+                    step_entropy)
         toks = tok.tolist()
         for row, tk in zip(active, toks):
             seqs[row].append(tk)
+        for row, h in zip(active, step_entropy or ()):
+            entropies[row].append(h)
         keep = [i for i, tk in enumerate(toks) if tk not in eos]
         if t == max_new - 1 or not keep:
             break
@@ -297,6 +326,18 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
                     use_cache=True, **{cache_kw: cache})
         logits, pos = out.logits[:, -1], pos + 1
     return seqs
+
+
+def sampled_entropy(rollout: Rollout, mb) -> torch.Tensor | None:
+    """[m, C]: the sampler's entropy at each completion token of micro-batch `mb`, laid out like
+    its mask; None when the sampler did not measure it (`Rollout.token_entropy`)."""
+    if rollout.token_entropy is None:
+        return None
+    out = torch.zeros(mb.mask.shape, dtype=torch.float32)
+    for k, row in enumerate(mb.rows):
+        h = rollout.token_entropy[row]
+        out[k, :len(h)] = torch.tensor(h, dtype=torch.float32)
+    return out.to(mb.mask.device)
 
 
 def score(env, rollout: Rollout, drop_failed: bool = True) -> Rollout:
