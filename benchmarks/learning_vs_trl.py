@@ -13,6 +13,10 @@ r"""Learning per wall-clock second: rlvr's GRPO vs TRL's GRPOTrainer on the same
     .venv/bin/python benchmarks/learning_vs_trl.py --summary --out benchmarks/results/learning_vs_trl/silent_skip \
         --rlvr-steps 12 --trl-out benchmarks/results/learning_vs_trl/packed \
         benchmarks/results/learning_vs_trl      # rlvr rerun on its own, paired with the TRL runs
+    .venv/bin/python benchmarks/learning_vs_trl.py --pin --seeds 0,1,2 --rlvr-steps 12 \
+        --rlvr-eval-extra 6,10,12 --out benchmarks/results/learning_vs_trl/pinned   # a core each
+    .venv/bin/python benchmarks/learning_vs_trl.py --pin --who rlvr --seeds 3,4,5,6,7,8,9,10 \
+        --rlvr-steps 12 --rlvr-eval-extra 6,10,12 --out benchmarks/results/learning_vs_trl/pinned
 
 Task (issue 18, "Side by side with TRL"): two-digit additions a + b (a, b in 10..99), the chat
 prompt 'What is a + b? Put the final answer in \boxed{}.' (SmolLM2's chat template, its default
@@ -39,7 +43,8 @@ linear decay to 0 over max_steps; rlvr has no decay), `gradient_checkpointing=Fa
 True; rlvr's default is off; it only costs time), `bf16=False` (CPU float32 like rlvr).
 
 Each seed runs rlvr and TRL side by side, two processes with one thread each, so the machine's
-load hits both alike. Each process evaluates its own policy greedily on the 200 held-out pairs at
+load hits both alike; with `--pin` each has a core of its own (rlvr core 0, TRL core 1), so a
+process's wall time is its CPU time and does not depend on when its neighbour finishes. Each process evaluates its own policy greedily on the 200 held-out pairs at
 the `--eval-at` step counts with the same code (`held_out_accuracy`: the policy's weights copied
 into a separate eval-mode model, greedy decoding with rlvr's shared-prefix sampler -- tested equal
 to transformers' greedy `generate`); evaluation time is excluded from training time. Results are
@@ -240,6 +245,8 @@ def run_trl(a, env, held_out) -> dict:
 
 
 def child(a) -> None:
+    if a.core >= 0:                     # --pin: this core alone, before torch starts its threads
+        os.sched_setaffinity(0, {a.core})
     import torch
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -573,13 +580,15 @@ def check_rates(model_path: str, env, sampler: str, prompts: int, per_prompt: in
 
 # --- the parent: seed pairs side by side, then the summary ----------------------------------
 def run_pair(a, seed: int) -> None:
-    """rlvr and TRL on one seed, at the same time, one thread each."""
+    """rlvr and TRL (those in --who) on one seed, at the same time, one thread each (--pin: each
+    on a core of its own)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "false"}
     procs = []
-    for who in ("rlvr", "trl"):
+    for who in a.who:
         if not (a.out / f"seed{seed}-{who}.json").exists():
             log = open(a.out / f"seed{seed}-{who}.log", "w")
-            procs.append((who, subprocess.Popen(_child_cmd(a, who, seed), stdout=log,
+            core = {"rlvr": 0, "trl": 1}[who] if a.pin else -1
+            procs.append((who, subprocess.Popen(_child_cmd(a, who, seed, core), stdout=log,
                                                 stderr=subprocess.STDOUT, env=env)))
     for who, proc in procs:
         if proc.wait() or not (a.out / f"seed{seed}-{who}.json").exists():
@@ -589,14 +598,14 @@ def run_pair(a, seed: int) -> None:
         print(f"seed {seed} done; load {os.getloadavg()}", flush=True)
 
 
-def _child_cmd(a, who: str, seed: int) -> list[str]:
+def _child_cmd(a, who: str, seed: int, core: int = -1) -> list[str]:
     return [sys.executable, __file__, "--run", who, "--seed", str(seed), "--model", a.model,
             "--steps", str(a.steps), "--rlvr-steps", str(a.rlvr_steps),
             "--eval-at", ",".join(map(str, a.eval_at)),
             "--rlvr-eval-extra", ",".join(map(str, a.rlvr_eval_extra)),
             "--test", str(a.test), "--prompts", str(a.prompts), "--group", str(a.group),
             "--tokens", str(a.tokens), "--lr", str(a.lr), "--threads", str(a.threads),
-            "--micro-batches", str(a.micro_batches),
+            "--micro-batches", str(a.micro_batches), "--core", str(core),
             "--out", str(a.out)]
 
 
@@ -787,6 +796,17 @@ def main() -> None:
     p.add_argument("--micro-batches", type=int, default=8,
                    help="gradient-accumulation micro-batches per rollout (the gradient is the same)")
     p.add_argument("--threads", type=int, default=1)
+    def trainers(text):
+        names = text.split(",")
+        if not names or set(names) - {"rlvr", "trl"}:
+            raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated subset of rlvr,trl")
+        return names
+    p.add_argument("--who", type=trainers, default=["rlvr", "trl"],
+                   help="which trainers to run per seed (rlvr,trl)")
+    p.add_argument("--pin", action="store_true",
+                   help="each process on a core of its own (rlvr 0, TRL 1; with --threads 1): its "
+                        "wall time is then its CPU time, whatever finishes beside it")
+    p.add_argument("--core", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--summary", action="store_true", help="only print the table of saved results")
     p.add_argument("--trl-out", type=Path, nargs="+", default=None, metavar="DIR",
