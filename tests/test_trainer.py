@@ -151,6 +151,7 @@ def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, meas
     real = Trainer._micro_loss
     skip._micro_loss = lambda b, i, *a: losses.append(i) or real(skip, b, i, *a)
     import rlvr.trainer.loop as loop
+    from rlvr.trainer.rollout import sampled_entropy
     monkeypatch.setattr(loop, "completion_logprobs", lambda model, *a, **k: (
         forwards.append(1) if model is skip.policy else None) or completion_logprobs(model, *a, **k))
     for rewards in ([1.0, 0, 0, 0, 0, 0, 0.5, 0.5, 0.5], [0.0] * 9):
@@ -163,8 +164,8 @@ def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, meas
         assert [len(b.micro) for b in batches] == [3, 3]
         assert batches[0].silent == ([False, True, True] if rewards[0] else [True] * 3)
         assert batches[1].silent == [False] * 3
-        assert [e is not None for e in batches[0].sampled_entropy] == \
-            [s and measured for s in batches[0].silent]
+        assert all((sampled_entropy(rollout, mb) is not None) == measured
+                   for mb in batches[0].micro)
         assert batches[0].stats["update/silent_group_frac"] == pytest.approx(
             2 / 3 if rewards[0] else 1.0)
         losses.clear()

@@ -66,7 +66,6 @@ class Batch:
     stats: dict = field(default_factory=dict)
     prefix: SharedPrefix | None = None        # prompt tokens every row begins with, run once a pass
     silent: list[bool] = field(default_factory=list)   # per micro-batch: its gradient is exactly 0
-    sampled_entropy: list = field(default_factory=list)  # if silent: the sampler-measured entropy
 
 
 class Trainer:
@@ -314,9 +313,7 @@ class Trainer:
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
         batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
                       [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0),
-                      prefix=prefix, silent=silent,
-                      sampled_entropy=[sampled_entropy(rollout, mb) if quiet_mb else None
-                                       for mb, quiet_mb in zip(micro, silent)])
+                      prefix=prefix, silent=silent)
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
             self._token_advantages(batch, kl_tok)
         else:
@@ -433,9 +430,8 @@ class Trainer:
         count in the metrics; inner step 1 takes their entropy from the sampler, which measured
         the same policy, or else from a forward without autograd (a third of a forward and
         backward)."""
-        mask, entropy = batch.loss_mask[i], None
-        if first and batch.sampled_entropy:
-            entropy = batch.sampled_entropy[i]
+        mask = batch.loss_mask[i]
+        entropy = sampled_entropy(batch.rollout, batch.micro[i]) if first else None
         if first and entropy is None:
             with torch.no_grad(), self.precision():
                 _, entropy = completion_logprobs(self.policy, batch.micro[i], self.cfg.temperature,
