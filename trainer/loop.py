@@ -423,7 +423,7 @@ class Trainer:
         # and checkpoints do not carry a parameter-sized buffer (0.5 GiB for 135M).
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
-        return UpdateStats.merged(self.dist.gather(acc)).result(batch.num_seqs, float(grad_norm))
+        return UpdateStats.merged(self.dist.gather(acc)).result(float(grad_norm))
 
     def _silent_micro(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> None:
         """A micro-batch with an exactly zero loss and gradient: no backward. Its tokens still

@@ -204,7 +204,7 @@ class UpdateStats:
                     [a + b for a, b in zip(out.kl_parts, p.kl_parts)]
         return out
 
-    def result(self, num_seqs: float, grad_norm: float) -> dict:
+    def result(self, grad_norm: float) -> dict:
         n = max(self.n_tok, 1.0)
         out = {**self.sums, "grad_norm": grad_norm, "clip_ratio/low_mean": self.low / n,
                "clip_ratio/high_mean": self.high / n,
