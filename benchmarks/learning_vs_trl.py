@@ -437,7 +437,7 @@ def check_on_policy(a, steps: int = 3) -> str:
     covers the trainer's path after updates."""
     import torch
     from rlvr.trainer import Trainer
-    from rlvr.trainer.models import completion_logprobs, pack
+    from rlvr.trainer.fast import completion_logprobs, pack
     tr = Trainer(rlvr_config(a, steps, "/tmp/rlvr-bench/check-on-policy"))
     sample, lines = tr.collect, []
     with DrawnLogprobs() as drawn:
@@ -467,7 +467,7 @@ def check_samplers(model_path: str, env) -> str:
     rlvr's shared-prefix sampler and transformers' generate (what TRL calls), 8 x 8 x <= 48."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from rlvr.trainer.models import completion_logprobs, pack
+    from rlvr.trainer.fast import completion_logprobs, pack
     from rlvr.trainer.rollout import generate
     tok = AutoTokenizer.from_pretrained(model_path)
     m = AutoModelForCausalLM.from_pretrained(model_path).eval()
@@ -498,12 +498,12 @@ def check_sampler_logits(model_path: str, env, prompts: int = 8, G: int = 8,
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
     from rlvr.trainer import rollout as ro
-    from rlvr.trainer.models import completion_logprobs, pack
+    from rlvr.trainer.fast import completion_logprobs, pack
     tok = AutoTokenizer.from_pretrained(model_path)
     m = AutoModelForCausalLM.from_pretrained(model_path).eval()
     tasks = env.sample(prompts, "train")
     ids = [ro.encode_prompt(tok, t.prompt) for t in tasks]
-    eos = ro._eos_ids(m, tok)
+    eos = ro.eos_ids(tok, m)
 
     def training_logp(seqs):
         out = []
@@ -527,7 +527,7 @@ def check_sampler_logits(model_path: str, env, prompts: int = 8, G: int = 8,
                                max_new_tokens=tokens, num_return_sequences=G,
                                pad_token_id=tok.pad_token_id, eos_token_id=sorted(eos),
                                output_scores=True, return_dict_in_generate=True)
-        x, attn = ro._left_pad(ids, tok.pad_token_id, "cpu")
+        x, attn = ro.left_pad(ids, tok.pad_token_id, "cpu")
         torch.manual_seed(0)
         with torch.no_grad():
             out = m.generate(input_ids=x, attention_mask=attn, generation_config=cfg)

@@ -94,7 +94,7 @@ class PhaseProfiler:
         """Wrap the trainer's phases (call before building the Trainer)."""
         import torch
 
-        from rlvr.trainer import evaluate, loop, r1zero
+        from rlvr.trainer import evaluate, fast, loop, r1zero
         self.wrap(loop, "load_tokenizer", "load tokenizer")
         self.wrap(loop, "load_policy", "load policy weights")
         self.wrap(loop, "frozen_copy", "reference copy")
@@ -105,7 +105,7 @@ class PhaseProfiler:
         self.wrap(loop.Trainer, "save_checkpoint", "checkpoint")
         self.wrap(evaluate, "evaluate_in_training", "evaluation")
         self.wrap(r1zero, "held_out_eval", "held-out evaluation")
-        self.wrap(loop, "completion_logprobs", "forward")
+        self.wrap(fast, "completion_logprobs", "forward")
         self.wrap(torch.Tensor, "backward", "backward")
         self.wrap(torch.optim.AdamW, "step", "optimizer step")
 

@@ -1,7 +1,7 @@
 """Where a multi-turn episode's time goes: SmolLM2-135M on `tool-arithmetic`.
 
 Runs the same seeded episodes twice -- later turns sampled with the common prefix prefilled
-once (`prefill_contexts`, the library's path) and with every conversation prefilled whole (the
+once (`rlvr.trainer.rollout.prefill`, the library's path) and with every conversation prefilled whole (the
 previous path) -- and prints, per sampling call, the contexts' lengths, the tokens generated and
 the CPU seconds (load-independent, unlike wall time on a shared machine), the tool calls' cost,
 and whether the two paths gave identical episodes.
@@ -28,7 +28,7 @@ def main() -> None:
     torch.set_num_threads(1)
     import rlvr.envs.tool_envs  # noqa: F401  (registers tool-arithmetic)
     from rlvr.envs.registry import load_env
-    from rlvr.trainer import episodes, rollout
+    from rlvr.trainer import engines, episodes, rollout
     from rlvr.trainer.engines import HFEngine
     from rlvr.trainer.models import load_policy, load_tokenizer, resolve_model
     from rlvr.verifiers.tools import Toolbox
@@ -50,7 +50,7 @@ def main() -> None:
         return run
 
     shared, continuations, tool_run = (rollout.sample_shared_prefix,
-                                       episodes.sample_continuations, Toolbox.run)
+                                       engines.sample_continuations, Toolbox.run)
 
     def whole(model, contexts, max_new, eos, pad, temperature=1.0, top_p=1.0, greedy=False,
               seeds=None):                        # the previous path: no prefix shared
@@ -61,7 +61,7 @@ def main() -> None:
     Toolbox.run = timed("tools", tool_run)
     engine, got = HFEngine(model, tok, share_prefix=True), {}
     for mode, fn in (("common prefix once", continuations), ("whole conversations", whole)):
-        episodes.sample_continuations = timed(f"later turns ({mode})", fn)
+        engines.sample_continuations = timed(f"later turns ({mode})", fn)
         calls.clear()
         t0 = time.process_time()
         r = episodes.run_episodes(engine, env, tok, tasks, args.group, args.max_new,

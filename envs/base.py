@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rlvr.core import Reward, Task, WeightedSum
 from rlvr.verifiers.parser import ThinkParser
@@ -154,16 +154,3 @@ class Environment:
                 "splits": list(self.source.splits),
                 "rewards": {r.name: w for r, w in self.rewards},
                 "reward_version": self.reward.version}
-
-
-def rows_to_tasks(rows: Iterable[Mapping], prefix: str, question: str = "question",
-                  answer: str = "answer", prompt: Callable[[str], Any] = r1_chat_prompt
-                  ) -> list[Task]:
-    """Dataset rows -> Tasks (id from the row's `id` or its position)."""
-    out = []
-    for i, row in enumerate(rows):
-        meta = {k: v for k, v in row.items() if k not in (question, answer)}
-        meta["question"] = row[question]
-        out.append(Task(id=str(row.get("id", f"{prefix}/{i}")), prompt=prompt(row[question]),
-                        answer=row[answer], metadata=meta))
-    return out

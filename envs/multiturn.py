@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from rlvr.core import BaseReward, Completion, Task, Verdict
+from rlvr.core import BaseReward, Completion, Task
 from rlvr.verifiers.tools import ToolCall, Toolbox, parse_tool_calls, strip_calls
 
 from .base import Environment
@@ -50,9 +50,6 @@ class Episode(Completion):
     state: dict = field(default_factory=dict)
     """Per-episode scratch space for `respond` (a game board, a counter); picklable. It is not
     part of the transcript, so a reward that reads it cannot be recomputed by `rlvr score`."""
-
-    def assistant_turns(self) -> list[dict]:
-        return [m for m in self.messages if m.get("role") == "assistant"]
 
     def add_turn(self, text: str, calls: list[ToolCall], ids: list[int], finish: str) -> None:
         """Append one policy turn (its text with the calls taken out, and its tokens)."""
@@ -315,10 +312,3 @@ def transcript(task: Task, episode: Episode) -> list[dict]:
     prompt = task.prompt if isinstance(task.prompt, list) else [
         {"role": "user", "content": str(task.prompt)}]
     return [dict(m) for m in prompt] + [dict(m) for m in episode.messages]
-
-
-def verdict_row(task: Task, episode: Episode, verdict: Verdict) -> dict:
-    """A row for samples.jsonl / a scoring file: the transcript and its verdict."""
-    return {"id": task.id, "messages": transcript(task, episode), "turns": episode.turns,
-            "tool_calls": episode.tool_calls, "end_reason": episode.end_reason,
-            "score": verdict.score, "status": verdict.status}

@@ -21,6 +21,7 @@ Design notes
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import importlib
 import itertools
@@ -48,21 +49,33 @@ _NO_STEP = -1.0                     # progress[2] while the running item has mar
 BUILD_DEADLINE_S = 300.0
 
 
-def _preparation_data(name, _original=spawn.get_preparation_data):
-    """Spawn our workers without re-running the parent's `__main__` (stdlib spawn does).
+_WORKER_NAME = "rlvr-worker"
+_spawn_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main():
+    """Start our workers without re-running the parent's `__main__` (stdlib spawn does).
 
     Re-importing `__main__` runs a user's script a second time in every worker, and fails
-    outright for `python -` or notebooks. Rewards must live in importable modules anyway.
-    """
-    data = _original(name)
-    if name == _WORKER_NAME:
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-    return data
+    outright for `python -` or notebooks; rewards must live in importable modules anyway.
+    The stdlib's hook is swapped only while one of our workers starts, and the swap drops the
+    `__main__` entries for processes named as ours alone: the user's own spawned processes
+    are never touched."""
+    original = spawn.get_preparation_data
 
-
-_WORKER_NAME = "rlvr-worker"
-spawn.get_preparation_data = _preparation_data
+    def preparation_data(name):
+        data = original(name)
+        if name == _WORKER_NAME:
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+    with _spawn_lock:
+        spawn.get_preparation_data = preparation_data
+        try:
+            yield
+        finally:
+            spawn.get_preparation_data = original
 
 
 def resolve(target: str | Callable) -> Callable:
@@ -213,7 +226,8 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, self.progress, os.getpid()),
                                 daemon=False, name=_WORKER_NAME)
-        self.proc.start()
+        with _without_main():
+            self.proc.start()
         child.close()
 
     def kill(self) -> None:

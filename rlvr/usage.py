@@ -49,3 +49,41 @@ def field_docs(cls: type) -> dict[str, str]:
                     and isinstance(b.value.value, str):
                 docs[a.target.id] = " ".join(b.value.value.split())
     return docs
+
+
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def coerce(name: str, value, typ: type, optional: bool = False):
+    """A command-line string for config field `name` -> the field's type `typ` (bool, int, float,
+    str, dict, list, tuple); `optional`: the word `none` is None. The one coercion of every
+    subcommand's flags and KEY=VALUE pairs. Values that are not strings (from TOML, JSON or
+    Python) pass through, sequences as the field's own kind."""
+    if not isinstance(value, str):
+        return tuple(value) if typ is tuple and isinstance(value, list) else value
+    if optional and value.lower() == "none":
+        return None
+    if typ is bool:
+        if value.lower() in _TRUE + _FALSE:
+            return value.lower() in _TRUE
+        raise ValueError(f"{name}: expected true/false, got {value!r}")
+    if typ in (int, float):
+        try:
+            return typ(value)
+        except ValueError:
+            raise ValueError(f"{name}: expected {typ.__name__}, got {value!r}") from None
+    if typ in (dict, list, tuple):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            try:
+                parsed = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                parsed = None
+        want = dict if typ is dict else (list, tuple)
+        if not isinstance(parsed, want):
+            example = '{"key": 1}' if typ is dict else '["a", "b"]'
+            raise ValueError(f"{name}: expected a {typ.__name__} as JSON (e.g. {example}), "
+                             f"got {value!r}")
+        return typ(parsed)
+    return value

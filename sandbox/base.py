@@ -49,6 +49,7 @@ class Limits:
     disk_mb: int = 64
     """Size of the private tmpfs holding /work, /tmp and /dev/shm."""
     open_files: int = 256
+    """Most file descriptors the program may hold open at once (RLIMIT_NOFILE)."""
     output_bytes: int = 1 << 20
     """Cap per stream (stdout, stderr, result channel); past it the run is stopped."""
 

@@ -14,6 +14,14 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A random 2-layer Llama with a character tokenizer, written once per session (files
+    that need another size define their own)."""
+    from rlvr.trainer.tiny import build_tiny_model
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
 # The slow tier: `pytest -m "not slow"` runs the rest in about two minutes for day-to-day work;
 # `.ci/run` runs everything. One table, by test file or test name (parametrised ids included),
 # so a slow test is marked where anyone looks for the tiers, not scattered through the files.

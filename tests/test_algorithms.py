@@ -268,12 +268,6 @@ def test_value_loss_and_explained_variance():
     assert A.explained_variance(t([0.0, 0.0]), t([0.0, 2.0]), m) == 0.0
 
 
-def test_entropy_from_logits():
-    # Uniform over 4 tokens: H = log 4 = 1.386294; a one-hot-ish softmax: H ~ 0.
-    assert A.entropy_from_logits(torch.zeros(1, 4)).item() == pytest.approx(math.log(4), abs=1e-6)
-    assert A.entropy_from_logits(torch.tensor([[100.0, 0.0, 0.0]])).item() == pytest.approx(0.0, abs=1e-6)
-
-
 def test_adaptive_kl_controller():
     # beta 0.1, target 6, horizon 10:
     #   KL 12  -> e = clip(12/6 - 1) = clip(1.0) = 0.2  -> beta = 0.1 * (1 + 0.2/10) = 0.102

@@ -1,11 +1,14 @@
-"""Each subcommand's options come from its config dataclass: every scalar field has an option
-with the field's default and its docstring as help, so the two cannot drift."""
+"""Each subcommand's options come from its config dataclass: every field has an option named as
+the field (`--field-name`; other spellings only as aliases) with the field's default and its
+docstring as help, converted by the one coercion `rlvr.usage.coerce`, so the two cannot drift;
+`rlvr train --help` included."""
+import argparse
 import dataclasses
 import typing
 
 import pytest
 
-from rlvr.cli import build_parser
+from rlvr.cli import build_parser, main
 from rlvr.cli.options import _scalar
 from rlvr.sandbox.base import Limits
 from rlvr.scoring import ScoreConfig
@@ -51,3 +54,87 @@ def test_score_workers_default_is_the_configs():
     args = build_parser().parse_args(["score", "in.jsonl", "-o", "out.jsonl"])
     assert args.workers == ScoreConfig(env="x", input="i", output="o").workers
     assert args.deadline_s is None         # derived from the environment unless given
+
+
+# Fields a subcommand takes in another form, and why.
+OTHER_FORM = {
+    "score": {"input": "positional argument", "env_args": "repeatable --env-arg KEY=VALUE"},
+    "eval": {"env_kwargs": "repeatable --env-arg KEY=VALUE", "ks": "--k 1,2,4 (comma-separated)"},
+    "make-prefs": {"env_args": "repeatable --env-arg KEY=VALUE"},
+}
+
+
+def _subparsers(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+def _config_of(name: str):
+    from rlvr.sandbox.base import Limits
+    from rlvr.scoring import ScoreConfig
+    from rlvr.trainer.config import TrainConfig
+    from rlvr.trainer.evaluate import EvalConfig
+    from rlvr.trainer.preferences import MakePrefsConfig
+    from rlvr.trainer.rm_training import TrainRMConfig
+    return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig,
+            "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits}.get(name)
+
+
+def _commands():
+    out = []
+    for name, sub in _subparsers(build_parser()):
+        out.append((name, sub))
+        out += [(n, s) for n, s in _subparsers(sub)]
+    return out
+
+
+@pytest.mark.parametrize("name,parser", [c for c in _commands() if _config_of(c[0])],
+                         ids=[c[0] for c in _commands() if _config_of(c[0])])
+def test_every_field_is_a_flag_named_as_the_field(name, parser):
+    from rlvr.usage import field_docs
+    cls = _config_of(name)
+    docs = field_docs(cls)
+    by_dest = {a.dest: a for a in parser._actions}
+    missing = []
+    for f in dataclasses.fields(cls):
+        if f.name in OTHER_FORM.get(name, {}):
+            continue
+        action = by_dest.get(f.name)
+        flag = "--" + f.name.replace("_", "-")
+        if action is None or (action.option_strings and flag not in action.option_strings):
+            missing.append(flag)
+        elif not docs.get(f.name):
+            missing.append(f"{flag} (no docstring under the field)")
+    assert not missing, f"rlvr {name}: fields without their flag: {missing}"
+
+
+def test_train_flags_override_the_file_and_pairs_override_flags(tmp_path, monkeypatch):
+    import rlvr.cli.train as train
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake(cfg):
+        seen["cfg"] = cfg
+        raise Stop
+    monkeypatch.setattr(train, "console_trainer", lambda: fake)
+    toml = tmp_path / "c.toml"
+    toml.write_text('preset = "ppo"\nsteps = 7\nlr = 0.5\n')
+    with pytest.raises(Stop):
+        main(["train", "--config", str(toml), "--steps", "9", "--env-kwargs", '{"n_terms": 3}',
+              "--no-progress", "lr=0.25"])
+    cfg = seen["cfg"]
+    assert (cfg.preset, cfg.advantage, cfg.steps, cfg.lr, cfg.env_kwargs, cfg.progress) == \
+        ("ppo", "gae", 9, 0.25, {"n_terms": 3}, False)
+    assert cfg.inner_steps == 4           # the file's preset, not the flags' defaults
+
+
+def test_bad_flag_values_are_one_line_usage_errors(capsys):
+    for argv in (["train", "--lr", "fast"], ["train", "--env-kwargs", "[1]"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "lr: expected float, got 'fast'" in err and "env_kwargs: expected a dict" in err

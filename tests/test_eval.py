@@ -12,7 +12,7 @@ import rlvr.envs.arithmetic  # noqa: F401  (registers `arithmetic` without the f
 from rlvr.cli import main
 from rlvr.trainer.evaluate import EvalConfig, LocalSampler, distinct_tasks, run_eval
 from rlvr.trainer.eval_records import task_seeds
-from rlvr.trainer.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
+from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 ENV_ARGS = {"n_terms": 2, "max_value": 9, "ops": "+"}
 

@@ -18,7 +18,8 @@ from rlvr.envs.registry import load_env
 from rlvr.pool import WorkerPool
 from rlvr.trainer.episodes import (env_token_ids, episode_metrics, policy_tokens, run_episodes,
                                    tool_prompt)
-from rlvr.trainer.models import completion_logprobs, load_tokenizer, pack
+from rlvr.trainer.fast import completion_logprobs, pack
+from rlvr.trainer.models import load_tokenizer
 from rlvr.trainer.rollout import Rollout
 from rlvr.trainer.tiny import build_tiny_model
 from rlvr.verifiers.numeric import NumericMatch
@@ -284,12 +285,13 @@ def _conversations(tok, n=5):
 def test_later_turns_sample_as_if_each_context_were_prefilled_alone(tiny, tok, greedy):
     """The common-prefix sampler (prefix prefilled once) gives the tokens the per-context
     sampler gives: same positions and attention, so the same logits and, seeded, the same draws."""
-    from rlvr.trainer.episodes import common_prefix_len, sample_continuations
+    from rlvr.trainer.rollout import sample_continuations
+    from rlvr.trainer.prefix import common_prefix
     from rlvr.trainer.models import load_policy
     from rlvr.trainer.rollout import sample_shared_prefix
     model = load_policy(tiny, "float32", torch.device("cpu"))
     contexts = _conversations(tok)
-    assert common_prefix_len(contexts) > 20
+    assert common_prefix(contexts) > 20
     seeds = [11, 12, 13, 14, 15]
     eos = {tok.eos_token_id}
     shared = sample_continuations(model, contexts, 24, eos, tok.pad_token_id, greedy=greedy,
@@ -303,11 +305,11 @@ def test_later_turns_sample_as_if_each_context_were_prefilled_alone(tiny, tok, g
 def test_later_turn_prefill_gives_each_contexts_own_logits(tiny, tok):
     """Prefix run once, suffixes after it: the next-token logits of every row are those of the
     context run alone (a wrong position offset moves them by ~1e-3 on this model)."""
-    from rlvr.trainer.episodes import prefill_contexts
     from rlvr.trainer.models import load_policy
+    from rlvr.trainer.rollout import prefill
     model = load_policy(tiny, "float32", torch.device("cpu"))
     contexts = _conversations(tok)
-    _, logits, attn = prefill_contexts(model, contexts, tok.pad_token_id)
+    _, logits, attn = prefill(model, contexts, tok.pad_token_id)
     with torch.no_grad():
         alone = torch.stack([model(input_ids=torch.tensor([c])).logits[0, -1] for c in contexts])
     assert torch.allclose(logits, alone, atol=1e-5, rtol=0)
@@ -315,13 +317,14 @@ def test_later_turn_prefill_gives_each_contexts_own_logits(tiny, tok):
 
 
 def test_common_prefix_sampler_handles_no_shared_prefix_and_identical_contexts(tiny, tok):
-    from rlvr.trainer.episodes import common_prefix_len, sample_continuations
+    from rlvr.trainer.rollout import sample_continuations
+    from rlvr.trainer.prefix import common_prefix
     from rlvr.trainer.models import load_policy
     from rlvr.trainer.rollout import sample_shared_prefix
     model = load_policy(tiny, "float32", torch.device("cpu"))
     a, b = tok("xyz abc", add_special_tokens=False).input_ids, \
         tok("abc xyz", add_special_tokens=False).input_ids
-    assert common_prefix_len([a, b]) == 0 and common_prefix_len([a, a]) == len(a)
+    assert common_prefix([a, b]) == 0 and common_prefix([a, a]) == len(a) - 1
     eos = {tok.eos_token_id}
     for contexts in ([a, b], [a, a]):
         got = sample_continuations(model, contexts, 8, eos, tok.pad_token_id, greedy=True)

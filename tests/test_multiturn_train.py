@@ -94,7 +94,7 @@ def test_the_trainers_loss_mask_leaves_out_every_environment_token(tiny_model, t
         assert torch.equal(policy_tokens(rollout, mb) & rollout.valid[mb.rows, None], mask)
     assert env_total > 0
     # the update's gradient of the loss w.r.t. env-token log-probs is exactly zero
-    from rlvr.trainer.models import completion_logprobs
+    from rlvr.trainer.fast import completion_logprobs
     mb, mask = batch.micro[0], batch.loss_mask[0]
     logp, _ = completion_logprobs(trainer.policy, mb)
     logp.retain_grad()

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from rlvr.cli import main
-from rlvr.trainer.passk import mean_pass_at_k
+from rlvr.passk import mean_pass_at_k
 from rlvr.trainer.passk_plot import find_crossings, load_curve, plot_passk
 
 

@@ -194,3 +194,16 @@ def test_marked_steps_each_get_the_deadline_and_a_timeout_names_its_step(pool):
 
 def test_mark_step_outside_a_worker_does_nothing():
     assert steps_of(None, [("ok", 0.0)] * 3) == [0, 1, 2]
+
+
+def test_importing_the_pool_leaves_multiprocessing_spawn_alone():
+    """The stdlib's spawn hook is swapped only while one of our workers starts: a user's
+    own spawned processes still re-run their `__main__` as the stdlib does."""
+    import multiprocessing.spawn as spawn
+    before = spawn.get_preparation_data
+    import rlvr.pool as pool
+    assert spawn.get_preparation_data is before
+    with pool._without_main():
+        assert spawn.get_preparation_data("rlvr-worker").get("init_main_from_path") is None
+        assert spawn.get_preparation_data is not before
+    assert spawn.get_preparation_data is before

@@ -81,7 +81,7 @@ def test_a_run_folder_is_resumed_refused_or_overwritten_never_clobbered(tmp_path
     assert "R1-Zero Dr. GRPO 2/2" in err and "R1-Zero GRPO" not in err
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
-    assert json.loads((out / "config.json").read_text())["config"]["algorithm"] == "dr_grpo"
+    assert json.loads((out / "config.json").read_text())["config"]["preset"] == "dr_grpo"
 
 
 def test_tiny_mode_writes_elsewhere_than_the_real_run():
@@ -126,11 +126,11 @@ def test_resume_point_resumes_or_refuses(tmp_path):
 def test_main_job_settings_resolve_and_overrides_win():
     from rlvr.trainer.config import PRESETS
     cfg = r1zero_config("/m", "/o", overrides=["steps=3", "lr=2e-6"], tokenizer="/t")
-    assert (cfg.algorithm, cfg.env, cfg.steps, cfg.lr) == ("grpo", "arithmetic", 3, 2e-6)
+    assert (cfg.preset, cfg.env, cfg.steps, cfg.lr) == ("grpo", "arithmetic", 3, 2e-6)
     assert cfg.env_kwargs == R1ZERO_SETTINGS["env_kwargs"] and cfg.progress is False
     assert cfg.tokenizer == "/t" and cfg.env_kwargs["format_weight"] > 0     # R1-Zero's pair
     dr = r1zero_config("/m", "/o", overrides=["preset=dr_grpo"])
-    assert dr.algorithm == "dr_grpo" and dr.beta == 0.0
+    assert dr.preset == "dr_grpo" and dr.beta == 0.0
     assert dr.scale_rewards == PRESETS["dr_grpo"]["scale_rewards"]
     with pytest.raises(ValueError, match="unknown config key"):
         r1zero_config("/m", "/o", overrides=["stepz=3"])

@@ -11,7 +11,7 @@ import torch
 from rlvr.cli import main
 from rlvr.trainer.config import PRESETS, TrainConfig, field_docs, load_config
 from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import completion_logprobs
+from rlvr.trainer.fast import completion_logprobs
 from rlvr.trainer.tiny import build_tiny_model
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -71,7 +71,7 @@ def test_every_preset_trains_through_the_cli(preset, tiny_model, tmp_path):
     samples = read_jsonl(out / "samples.jsonl")
     assert samples and {"completion", "verdict", "reward", "advantage"} <= set(samples[0])
     saved = json.loads((out / "config.json").read_text())
-    assert saved["config"]["algorithm"] == preset and "torch" in saved["versions"]
+    assert saved["config"]["preset"] == preset and "torch" in saved["versions"]
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     ckpt = out / "checkpoints" / "step-000002"
     assert (ckpt / "policy" / "model.safetensors").exists() and (ckpt / "trainer_state.pt").exists()
@@ -146,14 +146,16 @@ def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, meas
               loss_aggregation="token_mean", weight_decay=0.1)
     skip, full = (Trainer(tiny_config(tiny_model, tmp_path / n, preset=preset, **kw))
                   for n in ("skip", "full"))
-    full._silent_groups = lambda rollout, adv: set()         # the same update, every backward run
-    losses, forwards = [], []
-    real = Trainer._micro_loss
-    skip._micro_loss = lambda b, i, *a: losses.append(i) or real(skip, b, i, *a)
-    import rlvr.trainer.loop as loop
+    from rlvr.trainer.fast import FastForward
+    plan = full.forward.micro_batches        # the same update, every backward run
+    full.forward.micro_batches = lambda rollout, size, adv=None: plan(rollout, size, None)
+    forwards = []                            # (with autograd?) per forward of skip's policy
+    import rlvr.trainer.fast as fast
     from rlvr.trainer.rollout import sampled_entropy
-    monkeypatch.setattr(loop, "completion_logprobs", lambda model, *a, **k: (
-        forwards.append(1) if model is skip.policy else None) or completion_logprobs(model, *a, **k))
+    monkeypatch.setattr(fast, "completion_logprobs", lambda model, *a, **k: (
+        forwards.append(torch.is_grad_enabled()) if model is skip.policy else None)
+        or completion_logprobs(model, *a, **k))
+    assert isinstance(skip.forward, FastForward)
     for rewards in ([1.0, 0, 0, 0, 0, 0, 0.5, 0.5, 0.5], [0.0] * 9):
         rollout, _ = skip.collect()          # sampled by the current policy, as in training
         assert (rollout.token_entropy is not None) and len(rollout.token_entropy) == 9
@@ -162,18 +164,20 @@ def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, meas
         rollout.rewards = torch.tensor(rewards)
         batches = skip.prepare(rollout), full.prepare(rollout)
         assert [len(b.micro) for b in batches] == [3, 3]
-        assert batches[0].silent == ([False, True, True] if rewards[0] else [True] * 3)
-        assert batches[1].silent == [False] * 3
+        silent_of = lambda b: [mb.silent for mb in b.micro]
+        assert silent_of(batches[0]) == ([False, True, True] if rewards[0] else [True] * 3)
+        assert silent_of(batches[1]) == [False] * 3
         assert all((sampled_entropy(rollout, mb) is not None) == measured
                    for mb in batches[0].micro)
         assert batches[0].stats["update/silent_group_frac"] == pytest.approx(
             2 / 3 if rewards[0] else 1.0)
-        losses.clear()
         forwards.clear()
         got = [[tr.update(b, first=k == 0) for k in range(2)] for tr, b in zip((skip, full), batches)]
-        assert losses == ([0, 0] if rewards[0] else [])       # no loss, no backward, if silent
-        silent = sum(batches[0].silent)
-        assert len(forwards) == len(losses) + (0 if measured else silent)   # entropy's forwards
+        silent = sum(silent_of(batches[0]))
+        # one forward with autograd per live micro-batch and inner step, none for silent ones;
+        # their entropy at inner step 1 from the sampler or a forward without autograd
+        assert forwards.count(True) == (2 if rewards[0] else 0)
+        assert forwards.count(False) == (0 if measured else silent)
         for a, b in zip(*got):
             assert a.keys() == b.keys() and "entropy" in got[0][0]
             assert a == {k: pytest.approx(v, rel=1e-5, abs=1e-7) for k, v in b.items()}
@@ -181,6 +185,27 @@ def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, meas
             torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-7, msg=name)
     assert not torch.equal(next(skip.policy.parameters()),
                            next(Trainer(tiny_config(tiny_model, tmp_path / "x")).policy.parameters()))
+
+
+def test_a_second_run_into_a_run_folder_is_refused_unless_overwritten(tiny_model, tmp_path,
+                                                                      capsys):
+    # `rlvr train` into a folder that holds a run with other settings: refused (exit 2, the
+    # fix named), nothing touched; with --overwrite the old run's files are gone first.
+    out = tmp_path / "run"
+    args = ["train", f"model={tiny_model}", f"output_dir={out}", "steps=1",
+            *(f"{k}={json.dumps(v) if isinstance(v, dict) else v}" for k, v in TINY.items())]
+    assert main(args) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(args + ["lr=0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--resume" in err and "--overwrite" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert main(args + ["lr=0.5", "checkpoint_every=0", "--overwrite"]) == 0
+    assert json.loads((out / "config.json").read_text())["config"]["lr"] == 0.5
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [1]
+    from rlvr.trainer import train
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(tiny_config(tiny_model, out))
 
 
 def test_ppo_inner_step_one_has_ratio_exactly_one(tiny_model, tmp_path):
@@ -222,7 +247,7 @@ def test_config_errors_are_clear(tmp_path):
     toml = tmp_path / "c.toml"
     toml.write_text('preset = "rloo"\nsteps = 7\n')
     cfg = load_config(toml, ["steps=9"])
-    assert (cfg.algorithm, cfg.steps, cfg.advantage) == ("rloo", 9, "rloo")
+    assert (cfg.preset, cfg.steps, cfg.advantage) == ("rloo", 9, "rloo")
     assert main(["train", "--config", str(toml), "bogus=1"]) == 2
     assert main(["train", "--resume", str(tmp_path / "nowhere")]) == 2
 
@@ -232,7 +257,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
     # One prompt pass per group, its completions packed back to back on rows that continue
     # its KV cache, gives the same log-probs, critic values and gradients as running every
     # [prompt | completion] in full -- completions of 1 to 16 tokens, either attention.
-    from rlvr.trainer import models
+    from rlvr.trainer import fast
     tr = Trainer(tiny_config(tiny_model, tmp_path / "p", "ppo", share_prefix=False))
     rollout, _ = tr.collect()
     for model in (tr.policy, tr.critic.backbone):
@@ -240,12 +265,11 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
     lengths = [1, 16, 5, 9, 2, 16]
     rollout.completion_ids = [(c + list(range(3, 20)))[:n]
                               for c, n in zip(rollout.completion_ids, lengths)]
-    from rlvr.trainer.loop import _micro_batches
-    from rlvr.trainer.models import pack
+    from rlvr.trainer.fast import pack, plan_groups
     packed_rows = []
-    for groups in _micro_batches(rollout, 4):
+    for groups in plan_groups(rollout, 4):
         mb = pack(groups, rollout.prompt_ids, rollout.completion_ids, 0, "cpu", True)
-        packed_rows.append(models.Packing.of(mb, mb.prompt_mask).ids.size(0))
+        packed_rows.append(fast.Packing.of(mb, mb.prompt_mask).ids.size(0))
         mbs = [pack(groups, rollout.prompt_ids, rollout.completion_ids,
                     tr.tokenizer.pad_token_id, "cpu", share) for share in (True, False)]
         grads = []
@@ -257,7 +281,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
         (a, _), (b, _) = (completion_logprobs(tr.policy, mb) for mb in mbs)
         assert torch.allclose(a[mbs[0].mask], b[mbs[1].mask], atol=1e-5)
         assert torch.allclose(grads[0], grads[1], atol=1e-5)
-        from rlvr.trainer.models import completion_values
+        from rlvr.trainer.fast import completion_values
         tr.critic.value_head.bias.data.fill_(0.0)
         torch.nn.init.normal_(tr.critic.value_head.weight)
         va, vb = (completion_values(tr.critic, mb) for mb in mbs)
@@ -281,7 +305,7 @@ def test_common_prefix_is_prefilled_once_with_the_same_result(tiny_model, tmp_pa
     # A system prompt shared by every prompt is computed once and each remainder on top of it
     # (padding between the two): the logits, and greedy and seeded completions, are those of
     # prefilling each prompt whole -- including prompts of different lengths.
-    import rlvr.trainer.models as models
+    import rlvr.trainer.prefix as models
     import rlvr.trainer.rollout as ro
     tr = Trainer(tiny_config(tiny_model, tmp_path / "p"))
     tok, policy = tr.tokenizer, tr.policy

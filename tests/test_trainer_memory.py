@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.loop import Trainer, _micro_batches
-from rlvr.trainer.models import AdaptersOff, completion_logprobs, pack
+from rlvr.trainer.fast import completion_logprobs, pack, plan_groups
+from rlvr.trainer.loop import Trainer
+from rlvr.trainer.models import AdaptersOff
 from rlvr.trainer.tiny import build_tiny_model
 
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 12,
@@ -51,7 +52,7 @@ def test_logprobs_and_gradients_equal_a_full_vocabulary_log_softmax(tiny_model, 
                                                                     share_prefix):
     tr = trainer(tiny_model, tmp_path / "r")
     rollout, _ = tr.collect()
-    mb = pack(_micro_batches(rollout, 6)[0], rollout.prompt_ids, rollout.completion_ids,
+    mb = pack(plan_groups(rollout, 6)[0], rollout.prompt_ids, rollout.completion_ids,
               tr.tokenizer.pad_token_id, "cpu", share_prefix)
     weights = torch.randn(mb.targets.shape, generator=torch.Generator().manual_seed(0))
 
@@ -126,7 +127,7 @@ def test_prompt_and_completion_passes_accumulate_their_gradients_separately(tiny
     # each pass accumulates into .grad as it goes: two accumulations per weight.
     tr = trainer(tiny_model, tmp_path / "c")
     rollout, _ = tr.collect()
-    mb = pack(_micro_batches(rollout, 6)[0], rollout.prompt_ids, rollout.completion_ids,
+    mb = pack(plan_groups(rollout, 6)[0], rollout.prompt_ids, rollout.completion_ids,
               tr.tokenizer.pad_token_id, "cpu", True)
     layer = tr.policy.model.layers[0].mlp.down_proj.weight
     calls = []

@@ -16,7 +16,7 @@ import torch
 
 from rlvr.trainer.config import TrainConfig, load_config
 from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import completion_logprobs
+from rlvr.trainer.fast import completion_logprobs
 from rlvr.trainer.tiny import build_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,11 +187,11 @@ def test_truncated_completions_carry_no_loss_when_masked(tiny_model, tmp_path):
 # --- activation checkpointing ---------------------------------------------------------------------
 @pytest.mark.parametrize("share_prefix", [True, False])
 def test_checkpointing_gives_the_same_gradients(tiny_model, tmp_path, share_prefix):
-    from rlvr.trainer.loop import _micro_batches
-    from rlvr.trainer.models import completion_values, enable_checkpointing, pack
+    from rlvr.trainer.fast import completion_values, pack, plan_groups
+    from rlvr.trainer.models import enable_checkpointing
     tr = Trainer(config(tiny_model, tmp_path / "c", "ppo", share_prefix=share_prefix))
     rollout, _ = tr.collect()
-    groups = _micro_batches(rollout, 6)[0]
+    groups = plan_groups(rollout, 6)[0]
     mb = pack(groups, rollout.prompt_ids, rollout.completion_ids, tr.tokenizer.pad_token_id,
               "cpu", share_prefix)
     torch.nn.init.normal_(tr.critic.value_head.weight)
@@ -234,7 +234,7 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
     # A system turn that begins every prompt runs once per pass (reference, critic values,
     # update) instead of once per micro-batch: the same reference log-probs, values, loss and
     # gradients as running every prompt whole.
-    import rlvr.trainer.models as models
+    import rlvr.trainer.prefix as prefix
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
     system = first.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
@@ -242,10 +242,10 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
 
     def run(shared: bool, name: str):
         if not shared:
-            monkeypatch.setattr(models, "MIN_COMMON_PREFIX", 10 ** 9)
+            monkeypatch.setattr(prefix, "MIN_COMMON_PREFIX", 10 ** 9)
         tr = Trainer(config(tiny_model, tmp_path / name, preset, micro_batch_size=3, **extra))
         batch, result, grads = update_with_gradients(tr, rollout)
-        assert len(batch.micro) == 2 and (batch.prefix is not None) == shared
+        assert len(batch.micro) == 2 and (batch.micro[0].prefix is not None) == shared
         return batch, result, grads
 
     (a, ra, ga), (b, rb, gb) = run(True, "a"), run(False, "b")
@@ -267,7 +267,7 @@ def test_completions_packed_back_to_back_give_the_same_update(tiny_model, tmp_pa
                                                               preset, extra):
     # Completions of different lengths packed on shared rows (no padding between them) give
     # the reference log-probs, values, loss, metrics and gradients of the padded layout.
-    import rlvr.trainer.models as models
+    import rlvr.trainer.fast as models
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
     lengths = [2, 16, 7, 16, 1, 11]
@@ -302,7 +302,7 @@ def test_a_shared_prefix_follows_the_weights_and_its_gradient_is_sent(tiny_model
     # The prefix's cache belongs to one pass: after an update it is recomputed from the new
     # weights (never a stale one), and a pass with gradients that was never sent through the
     # prefix stops the next pass of that model loudly instead of losing its share.
-    from rlvr.trainer.models import pack
+    from rlvr.trainer.fast import pack
     tr = Trainer(config(tiny_model, tmp_path / "w", "grpo", micro_batch_size=3))
     rollout, _ = tr.collect()
     system = tr.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
@@ -323,7 +323,7 @@ def test_a_shared_prefix_follows_the_weights_and_its_gradient_is_sent(tiny_model
         next(tr.policy.parameters()).add_(0.0)  # ... and a weight write
     with pytest.raises(RuntimeError, match="never sent"):
         completion_logprobs(tr.policy, mb)
-    batch.prefix.backward()
+    mb.prefix.backward()
     completion_logprobs(tr.policy, mb)
 
 

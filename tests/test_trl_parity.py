@@ -76,10 +76,9 @@ def test_token_mean_grpo_gradient_is_trls_dapo_gradient(tiny_model, tmp_path, sh
     torch.testing.assert_close(mine, trl_advantages(rollout.rewards))
 
     tr.policy.zero_grad(set_to_none=True)
-    for i in range(len(batch.micro)):                  # Trainer.update's gradient, unstepped
-        tr._micro_loss(batch, i, True, UpdateStats()).backward()
-    if batch.prefix is not None:                       # the prompts' shared system turn
-        batch.prefix.backward()
+    with tr.forward.pass_over(batch.micro):            # Trainer.update's gradient, unstepped
+        for i in range(len(batch.micro)):
+            tr.learner.micro_loss(batch, i, True, UpdateStats()).backward()
     ours = grads(tr.policy).clone()
     tr.policy.zero_grad(set_to_none=True)
     trl_loss(tr.policy, rollout, trl_advantages(rollout.rewards), tr.tokenizer.pad_token_id).backward()

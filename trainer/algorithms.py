@@ -25,7 +25,7 @@ __all__ = [
     "TOKEN_ADVANTAGES", "ADVANTAGES", "outcome_advantages", "kl_k1", "kl_k2", "kl_k3", "kl_estimate",
     "kl_shaped_token_rewards", "returns_to_go", "gae", "clipped_surrogate",
     "gspo_sequence_log_ratio", "policy_objective", "POLICY_LOSSES", "aggregate_loss", "LOSS_AGGREGATIONS", "value_loss",
-    "explained_variance", "entropy_from_logits", "AdaptiveKLController", "FixedKLController",
+    "explained_variance", "AdaptiveKLController", "FixedKLController",
     "overlong_penalty", "groups_with_signal", "whiten", "whitening_stats", "global_std",
     "reinforce_pp_returns", "gspo_token_objective",
 ]
@@ -423,12 +423,6 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.
     if g.numel() < 2 or var_g == 0:
         return float("nan")
     return float(1.0 - (g - v).var(unbiased=False) / var_g)
-
-
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of the softmax at each position: H = logsumexp(z) - sum_v p_v z_v."""
-    p = torch.softmax(logits, dim=-1)
-    return torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)
 
 
 # --- KL coefficient ----------------------------------------------------------------------------

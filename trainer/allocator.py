@@ -5,14 +5,15 @@ a fresh mapping that `free` unmaps, and anything smaller from the heap, which `f
 reuse. The threshold starts at 128 KiB but is *dynamic*: each time a mapped block is freed it
 rises to that block's size (up to 32 MiB). After the first few freed activations, every
 activation of a small model (a few MiB each) is heap-allocated, and the heap keeps the
-high-water mark of each phase as holes the next phase cannot always reuse: measured on
-SmolLM2-135M (benchmarks/README.md, "Trainer memory"), 0.8 GiB of a 4.8 GiB peak was memory
-already freed by torch but still held by the process.
+high-water mark of each phase as holes the next phase cannot always reuse: a sizeable share
+of the trainer's peak is memory torch has freed but the process still holds (measured in
+benchmarks/README.md, "Trainer memory").
 
 `release_freed_memory()` pins the threshold (which also switches the dynamic adjustment off),
 so tensors of `threshold` bytes or more are mapped and unmapped on their own. The cost is a
-page fault per page of each new large tensor (measured: see the README). Not glibc (macOS,
-musl) or `MALLOC_MMAP_THRESHOLD_` already set by the user: nothing is changed.
+page fault per page of each new large tensor. Not glibc (macOS, musl) or
+`MALLOC_MMAP_THRESHOLD_` already set by the user: nothing is changed. It changes the whole
+process's malloc settings, so the trainer does it only with `tune_allocator = true`.
 """
 from __future__ import annotations
 
@@ -70,13 +71,13 @@ def heap_reuse(threshold: int = HEAP_THRESHOLD):
     Token-by-token sampling allocates the same MiB-sized tensors at every token (the logits,
     the KV cache grown by concatenation), and so do the no-grad reference and old-policy
     passes; with the threshold pinned each is a fresh mapping whose pages fault in one by one
-    (the main job: ~79 million faults, 18% of its CPU as system time). Inside this block they
-    are reused from the heap; at its end `malloc_trim` hands the freed heap back to the OS, so
-    the update does not inherit the block's high-water mark as holes. Where the pin stays
-    (measured on the main job, benchmarks/README.md): around the update's forward and backward
-    heap reuse costs 0.22 GiB of peak, and in a large evaluation batch (100 rows) the KV cache
-    grown by concatenation leaves its last size as holes in the heap -- a 0.8 GiB cache took
-    0.65 GiB more. The trainer uses it for the step's sampling and the no-grad passes only.
+    (a large share of the main job's CPU as system time). Inside this block they are reused
+    from the heap; at its end `malloc_trim` hands the freed heap back to the OS, so the update
+    does not inherit the block's high-water mark as holes. Where the pin stays: around the
+    update's forward and backward heap reuse costs peak memory, and in a large evaluation batch
+    the KV cache grown by concatenation leaves its last size as holes in the heap
+    (benchmarks/README.md, "Trainer memory", has both). The trainer uses it for the step's
+    sampling and the no-grad passes only.
     The trim gives back the pages of freed heap but not its address range when a live block
     sits above it: later tensors of any size can be served from those holes and keep their
     pages until the next trim, at most the block's high-water mark.

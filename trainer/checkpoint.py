@@ -17,7 +17,39 @@ import numpy as np
 import torch
 
 __all__ = ["seed_everything", "rng_state", "set_rng_state", "write_checkpoint", "read_state",
-           "restore_trainer_state", "latest_checkpoint"]
+           "restore_trainer_state", "latest_checkpoint", "RunFolderError", "holds_run",
+           "clear_run", "fresh_run_folder"]
+
+RUN_FILES = ("config.json", "metrics.jsonl", "eval.jsonl", "samples.jsonl", "plots",
+             "checkpoints", "tensorboard")
+"""What a run writes into its folder (`clear_run` removes exactly these)."""
+
+
+class RunFolderError(ValueError):
+    """The run folder holds a run this command may not continue (the message says what to do)."""
+
+
+def holds_run(out: Path) -> bool:
+    """Whether `out` holds (part of) a run: its config, metrics or checkpoints."""
+    return any((Path(out) / n).exists() for n in ("config.json", "metrics.jsonl", "checkpoints"))
+
+
+def clear_run(out: Path) -> None:
+    """Remove a run's files from `out` (anything else there stays)."""
+    for name in RUN_FILES:
+        p = Path(out) / name
+        shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def fresh_run_folder(out: Path, overwrite: bool = False) -> None:
+    """Make `out` ready for a new run: refuse one that holds a run (a second run would mix its
+    metrics and checkpoints with the first's), or with `overwrite` remove that run first."""
+    if not holds_run(out):
+        return
+    if not overwrite:
+        raise RunFolderError(f"{out} already holds a run; continue it with `rlvr train --resume "
+                             f"{out}`, replace it with --overwrite, or set another output_dir")
+    clear_run(out)
 
 
 def seed_everything(seed: int) -> None:

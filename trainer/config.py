@@ -1,19 +1,22 @@
 """The one training config. Field docstrings are the documentation (`rlvr train --help-config`).
 
 Algorithms are presets that set every knob they depend on together (Dr. GRPO is two coordinated
-settings; forgetting one is how people half-configure it). A TOML file names a preset and
-overrides single fields; command-line `key=value` pairs override the file.
+settings; forgetting one is how people half-configure it). `TrainConfig(preset="ppo", lr=...)`,
+a TOML file with `preset = "ppo"` and `rlvr train preset=ppo` all start from the preset's knobs
+and override the fields given; a knob the chosen estimator ignores is warned about (refused
+with `strict = true`).
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import json
 import tomllib
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from rlvr.usage import coerce
+from rlvr.usage import field_docs as usage_field_docs
 
 from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVANTAGES
 
@@ -23,8 +26,12 @@ __all__ = ["TrainConfig", "PRESETS", "load_config", "field_docs"]
 @dataclass
 class TrainConfig:
     # --- what to train on what --------------------------------------------------------------
-    algorithm: str = "grpo"
-    """Preset the run started from (grpo, dr_grpo, dapo, gspo, rloo, reinforce, reinforce_pp, ppo)."""
+    preset: str = "grpo"
+    """Algorithm preset whose knobs the run starts from (grpo, dr_grpo, dapo, gspo, rloo,
+    reinforce, reinforce_pp, ppo); fields given beside it override single knobs."""
+    strict: bool = False
+    """Refuse (instead of warning about) a knob set away from its default that the chosen
+    estimator ignores, e.g. gamma or critic_lr with GRPO."""
     model: str = "smollm2"
     """Policy: any AutoModelForCausalLM, as a local folder or a hub id; 'smollm2' is the packaged
     SmolLM2-135M-Instruct (hub id HuggingFaceTB/SmolLM2-135M-Instruct), which needs no hub."""
@@ -160,6 +167,16 @@ class TrainConfig:
     (exact). 'auto' = on for CPU (saves compute), off for CUDA (a small model there is
     launch-bound and the repeated cache costs more); 'false' = full sequences and HF
     `generate`, for models whose cache cannot be repeated."""
+    forward: str = "fast"
+    """How the update computes log-probs: 'fast' (shared prompt KV caches, packing, block-wise
+    log-softmax, skipping groups without signal; tested equal to the reference) or 'reference'
+    (one plain forward over whole sequences, and plain `generate` for sampling: public
+    transformers API only). 'fast' falls back to 'reference' with a warning when a transformers
+    internal it relies on has moved."""
+    tune_allocator: bool = False
+    """CPU: pin glibc's mmap threshold so freed activations go back to the OS at once, and
+    reuse the heap while sampling (lower peak memory; changes this process's malloc
+    settings, so it is opt-in; the main job turns it on)."""
     gradient_checkpointing: bool = False
     """Recompute each decoder layer's activations in the backward pass instead of keeping them
     (less memory, one more forward); exact, and works with share_prefix."""
@@ -206,6 +223,41 @@ class TrainConfig:
         self.scale_rewards = _legacy_scale_rewards(self.scale_rewards)
         self.share_prefix = _legacy_bool_choice(self.share_prefix)
         self.validate()
+        ignored = self.ignored_knobs()
+        if ignored:
+            msg = (f"preset {self.preset!r} (advantage {self.advantage!r}, policy_loss "
+                   f"{self.policy_loss!r}, beta {self.beta}) ignores {'; '.join(ignored)}")
+            if self.strict:
+                raise ValueError(msg + "; remove them or pick a preset that uses them")
+            warnings.warn(msg, UserWarning, stacklevel=4)
+
+    def ignored_knobs(self) -> list[str]:
+        """'name (why)' for each knob set away from its default that this config never reads."""
+        unused = {
+            "baseline": self.advantage != "reinforce",
+            "baseline_decay": self.advantage != "reinforce" or self.baseline != "moving_average",
+            "gamma": self.advantage not in TOKEN_ADVANTAGES,
+            "gae_lambda": self.advantage != "gae",
+            "critic_lr": self.advantage != "gae", "critic_weight": self.advantage != "gae",
+            "cliprange_value": self.advantage != "gae",
+            "scale_rewards": self.advantage != "grpo",
+            "clip_eps_low": self.policy_loss == "pg", "clip_eps_high": self.policy_loss == "pg",
+            "kl_estimator": not self.needs_reference, "kl_in": not self.needs_reference,
+            "kl_horizon": not self.adaptive_kl,
+            "max_sampling_rounds": not self.dynamic_sampling,
+            "overlong_penalty": not self.overlong_buffer,
+            "lora_alpha": not self.lora_rank, "lora_dropout": not self.lora_rank,
+            "lora_target_modules": not self.lora_rank,
+            "vllm_gpu_memory_utilization": self.rollout_engine != "vllm",
+            "ray_address": self.reward_backend != "ray",
+        }
+        defaults = {**_DEFAULTS, **PRESETS.get(self.preset, {})}
+        why = {"baseline": "only the reinforce advantage has a baseline",
+               "scale_rewards": "only the grpo advantage scales rewards",
+               "gamma": "only per-token advantages (gae, reinforce_pp) discount"}
+        return [f"{k} ({why.get(k, 'not used by this configuration')})"
+                for k, off in unused.items()
+                if off and _differs(getattr(self, k), defaults.get(k))]
 
     def validate(self) -> None:
         """Fail loud on impossible combinations, naming the fix."""
@@ -220,6 +272,7 @@ class TrainConfig:
                    "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
                    "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
                    "rollout_engine": ("hf", "vllm"), "dist_backend": ("auto", "nccl", "gloo"),
+                   "forward": ("fast", "reference"), "preset": tuple(PRESETS),
                    "reward_backend": ("process", "ray")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -279,13 +332,39 @@ class TrainConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "TrainConfig":
-        """A config from a named preset, with single fields overridden."""
-        if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
-        unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown config keys {sorted(unknown)}; see `rlvr train --help-config`")
-        return cls(**_resolve_overlong({**PRESETS[name], **overrides, "algorithm": name}))
+        """A config from a named preset, with single fields overridden (= TrainConfig(preset=name, ...))."""
+        return cls(**{**overrides, "preset": name})
+
+
+_fields_init = TrainConfig.__init__
+
+
+def _preset_init(self, **fields):
+    """TrainConfig(preset=..., **fields): the preset's knobs, then the fields given. The field
+    `algorithm` (the preset's name before it was called `preset`) still loads, with a warning."""
+    if "algorithm" in fields:
+        legacy = fields.pop("algorithm")
+        warnings.warn("the config field 'algorithm' is now 'preset' (it names the preset the "
+                      "knobs start from); write preset = " + repr(legacy), DeprecationWarning,
+                      stacklevel=2)
+        fields.setdefault("preset", legacy)
+    name = fields.get("preset", "grpo")
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+    unknown = set(fields) - {f.name for f in dataclasses.fields(TrainConfig)}
+    if unknown:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; see `rlvr train --help-config`")
+    _fields_init(self, **_resolve_overlong({**PRESETS[name], **fields}))
+
+
+_preset_init.__doc__ = _fields_init.__doc__
+TrainConfig.__init__ = _preset_init
+
+
+def _differs(value, default) -> bool:
+    if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
+        return list(value) != list(default)
+    return value != default
 
 
 _GRPO = dict(advantage="grpo", scale_rewards="group", policy_loss="clip",
@@ -327,6 +406,10 @@ PRESETS: dict[str, dict] = {
 }
 
 
+_DEFAULTS = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+             for f in dataclasses.fields(TrainConfig)}
+
+
 def _resolve_overlong(cfg: dict) -> dict:
     """DAPO's preset says 'overlong shaping on' (-1); the band is a quarter of the limit, as in
     the paper (4k of 16k), once max_completion_length is known."""
@@ -353,29 +436,8 @@ def _legacy_bool_choice(value):
 
 
 def _coerce(name: str, value, typ):
-    """Parse a command-line string for field `name` into the field's type."""
-    if not isinstance(value, str):
-        return tuple(value) if typ is tuple else value
-    if name in _OPTIONAL and value.lower() == "none":
-        return None
-    if typ is bool:
-        if value.lower() in ("true", "1", "yes"):
-            return True
-        if value.lower() in ("false", "0", "no"):
-            return False
-        raise ValueError(f"{name}: expected true/false, got {value!r}")
-    if typ in (int, float):
-        try:
-            return typ(value)
-        except ValueError:
-            raise ValueError(f"{name}: expected {typ.__name__}, got {value!r}") from None
-    if typ in (dict, tuple):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = ast.literal_eval(value)
-        return tuple(parsed) if typ is tuple else dict(parsed)
-    return value
+    """A value for field `name` (a command-line string, or already typed) -> the field's type."""
+    return coerce(name, value, typ, optional=name in _OPTIONAL)
 
 
 def _field_types() -> dict:
@@ -404,7 +466,7 @@ def parse_overrides(pairs: list[str]) -> dict:
         key, sep, value = pair.partition("=")
         if not sep:
             raise ValueError(f"expected KEY=VALUE, got {pair!r}")
-        if key == "preset":
+        if key in ("preset", "algorithm"):     # 'algorithm': the old name, mapped in load_config
             out[key] = value
         elif key not in types:
             raise ValueError(f"unknown config key {key!r}; known: {', '.join(types)}")
@@ -422,7 +484,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] | dict | No
         data.update(overrides)
     else:
         data.update(parse_overrides(overrides or []))
-    preset = data.pop("preset", data.pop("algorithm", "grpo"))
+    if "algorithm" in data:
+        warnings.warn("the config key 'algorithm' is now 'preset'", DeprecationWarning, stacklevel=2)
+        data.setdefault("preset", data.pop("algorithm"))
+    preset = data.pop("preset", "grpo")
     types = _field_types()
     unknown = set(data) - set(types)
     if unknown:
@@ -430,21 +495,12 @@ def load_config(path: str | Path | None = None, overrides: list[str] | dict | No
     data = {k: _coerce(k, v, types[k]) for k, v in data.items()}
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-    merged = _resolve_overlong({**PRESETS[preset], **data})
-    return TrainConfig(**{**merged, "algorithm": preset})
+    return TrainConfig(**data, preset=preset)
 
 
 def field_docs() -> list[tuple[str, str, object, str]]:
     """(name, type, default, docstring) of every field; the docstring under each field in the
-    source is its documentation (read with `ast`, so the source stays the single place)."""
-    tree = ast.parse(inspect.getsource(TrainConfig))
-    body, docs = tree.body[0].body, {}
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) \
-                and isinstance(getattr(nxt, "value", None), ast.Constant):
-            docs[node.target.id] = str(nxt.value.value)
-    types, out = _field_types(), []
-    for f in dataclasses.fields(TrainConfig):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        out.append((f.name, types[f.name].__name__, default, docs.get(f.name, "")))
-    return out
+    source is its documentation (`rlvr.usage.field_docs`, the one reader of them)."""
+    docs, types = usage_field_docs(TrainConfig), _field_types()
+    return [(name, types[name].__name__, default, docs.get(name, ""))
+            for name, default in _DEFAULTS.items()]

@@ -23,7 +23,8 @@ from typing import Protocol, runtime_checkable
 
 from rlvr.core import Completion, Task
 
-from .rollout import Rollout, encode_prompt, generate
+from .rollout import (Rollout, _hf_generate, _seeded, encode_prompt, eos_ids, generate,
+                      sample_continuations)
 
 __all__ = ["RolloutEngine", "HFEngine", "VLLMEngine", "make_engine", "ENGINES"]
 
@@ -36,6 +37,12 @@ class RolloutEngine(Protocol):
                  temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
                  seeds: list[int] | None = None) -> Rollout:
         """A Rollout with rows g*G .. g*G+G-1 for task g (unscored); `seeds`: one per task."""
+
+    def generate_ids(self, contexts: list[list[int]], max_new: int, *, temperature: float = 1.0,
+                     top_p: float = 1.0, greedy: bool = False,
+                     seeds: list[int] | None = None) -> list[list[int]]:
+        """One continuation per token context (ids, uncut at EOS); `seeds`: one per context.
+        Multi-turn episodes continue their conversations through it."""
 
     def sync_weights(self, policy) -> None:
         """Make the next `generate` sample from `policy`'s current weights."""
@@ -58,6 +65,24 @@ class HFEngine:
                         temperature, top_p, greedy, batch_size=self.batch_size,
                         share_prefix=self.share_prefix, seeds=seeds,
                         with_entropy=self.with_entropy)
+
+    def generate_ids(self, contexts: list[list[int]], max_new: int, *, temperature=1.0,
+                     top_p=1.0, greedy=False, seeds=None) -> list[list[int]]:
+        """One continuation per token context (ids, uncut): a multi-turn episode's next turn."""
+        model, tok = self.policy, self.tokenizer
+        eos, per = eos_ids(tok, model), self.batch_size or len(contexts)
+        out = []
+        for start in range(0, len(contexts), per):
+            chunk = contexts[start:start + per]
+            chunk_seeds = None if seeds is None or greedy else seeds[start:start + per]
+            if self.share_prefix:
+                out += sample_continuations(model, chunk, max_new, eos, tok.pad_token_id,
+                                            temperature, top_p, greedy, seeds=chunk_seeds)
+            else:
+                with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
+                    out += _hf_generate(model, chunk, 1, max_new, eos, tok.pad_token_id,
+                                        temperature, top_p, greedy)
+        return out
 
     def sync_weights(self, policy) -> None:
         self.policy = policy        # same module object: nothing to copy
@@ -83,13 +108,18 @@ class VLLMEngine:
                             gpu_memory_utilization=gpu_memory_utilization,
                             max_model_len=max_model_len)
 
+    def _params(self, n: int, max_new: int, temperature: float, top_p: float, greedy: bool,
+                seed: int | None):
+        return self.vllm.SamplingParams(
+            n=n, max_tokens=max_new, temperature=0.0 if greedy else temperature,
+            top_p=1.0 if greedy else top_p, top_k=-1, seed=seed, skip_special_tokens=True)
+
     def generate(self, tasks, group_size, max_new_tokens, *, temperature=1.0, top_p=1.0,
                  greedy=False, seeds=None) -> Rollout:
-        prompts = [encode_prompt(self.tokenizer, t.prompt) for t in tasks]
-        params = [self.vllm.SamplingParams(
-            n=group_size, max_tokens=max_new_tokens, temperature=0.0 if greedy else temperature,
-            top_p=1.0 if greedy else top_p, top_k=-1, seed=None if seeds is None else seeds[i],
-            skip_special_tokens=True) for i in range(len(tasks))]
+        # the environment's tool schemas in the prompt, as the HF engine renders them
+        prompts = [encode_prompt(self.tokenizer, t.prompt, t.metadata.get("tools")) for t in tasks]
+        params = [self._params(group_size, max_new_tokens, temperature, top_p, greedy,
+                               None if seeds is None else seeds[i]) for i in range(len(tasks))]
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params,
                                     use_tqdm=False)
         out = Rollout([], [], [], [], group_size=group_size)
@@ -104,6 +134,15 @@ class VLLMEngine:
                                                   "stop" if stop else "length"))
         return out
 
+    def generate_ids(self, contexts: list[list[int]], max_new: int, *, temperature=1.0,
+                     top_p=1.0, greedy=False, seeds=None) -> list[list[int]]:
+        """One continuation per token context (ids, uncut): a multi-turn episode's next turn."""
+        params = [self._params(1, max_new, temperature, top_p, greedy,
+                               None if seeds is None else seeds[i]) for i in range(len(contexts))]
+        outs = self.llm.generate([{"prompt_token_ids": c} for c in contexts], params,
+                                 use_tqdm=False)
+        return [list(o.outputs[0].token_ids) for o in outs]
+
     def sync_weights(self, policy) -> None:
         weights = [(name, p.detach()) for name, p in policy.state_dict().items()]
         self.llm.apply_model(lambda model: model.load_weights(weights))
@@ -113,11 +152,13 @@ class VLLMEngine:
 ENGINES = ("hf", "vllm")
 
 
-def make_engine(name: str, policy, tokenizer, cfg) -> RolloutEngine:
-    """The engine a TrainConfig asks for (`rollout_engine`)."""
+def make_engine(name: str, policy, tokenizer, cfg, share_prefix: bool | None = None) -> RolloutEngine:
+    """The engine a TrainConfig asks for (`rollout_engine`); `share_prefix` overrides the
+    config's (the trainer turns it off where the fast path's internals are unavailable)."""
     if name == "hf":
-        device = next(policy.parameters()).device.type
-        return HFEngine(policy, tokenizer, cfg.generation_batch_size, cfg.prefix_sharing(device),
+        if share_prefix is None:
+            share_prefix = cfg.prefix_sharing(next(policy.parameters()).device.type)
+        return HFEngine(policy, tokenizer, cfg.generation_batch_size, share_prefix,
                         with_entropy=True)
     if name == "vllm":
         from .models import resolve_model

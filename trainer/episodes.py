@@ -24,11 +24,10 @@ from rlvr.envs.multiturn import Episode, episode_limits, is_multiturn, respond_b
 from rlvr.verifiers.tools import ToolCall, parse_tool_calls
 
 from .prompts import tool_prompt
-from .rollout import Rollout
+from .rollout import Rollout, eos_ids
 
 __all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "overlong_lengths",
-           "episode_metrics", "tool_prompt", "env_token_ids", "parse_turn", "episode_sample",
-           "sample_continuations", "prefill_contexts", "common_prefix_len"]
+           "episode_metrics", "tool_prompt", "env_token_ids", "parse_turn", "episode_sample"]
 
 _SENTINEL = "\x00rlvr-turn-end\x00"
 # Tool instructions for chat templates that do not render `tools` themselves: the Hermes
@@ -88,87 +87,11 @@ def _turn(tokenizer, ids: list[int], eos: set[int], limit: int) -> tuple[list[in
 def _sample(engine, contexts: list[list[int]], max_new: int, seeds, temperature, top_p,
             greedy) -> list[list[int]]:
     """One continuation per context (ids, uncut) from the engine's policy."""
-    if hasattr(engine, "generate_ids"):      # an engine that continues token contexts itself
-        return engine.generate_ids(contexts, max_new, temperature=temperature, top_p=top_p,
-                                   greedy=greedy, seeds=seeds)
-    from .engines import HFEngine, VLLMEngine
-    from .rollout import _eos_ids, _hf_generate, _seeded
-    if isinstance(engine, VLLMEngine):
-        params = [engine.vllm.SamplingParams(
-            n=1, max_tokens=max_new, temperature=0.0 if greedy else temperature,
-            top_p=1.0 if greedy else top_p, top_k=-1, seed=None if seeds is None else seeds[i])
-            for i in range(len(contexts))]
-        outs = engine.llm.generate([{"prompt_token_ids": c} for c in contexts], params,
-                                   use_tqdm=False)
-        return [list(o.outputs[0].token_ids) for o in outs]
-    if not isinstance(engine, HFEngine):
+    if not hasattr(engine, "generate_ids"):
         raise TypeError(f"{type(engine).__name__} cannot continue episodes: give it a "
                         "generate_ids(contexts, max_new, ...) method")
-    model, tok = engine.policy, engine.tokenizer
-    eos, per = _eos_ids(model, tok), engine.batch_size or len(contexts)
-    out = []
-    for start in range(0, len(contexts), per):
-        chunk = contexts[start:start + per]
-        chunk_seeds = None if seeds is None or greedy else seeds[start:start + per]
-        if engine.share_prefix:
-            out += sample_continuations(model, chunk, max_new, eos, tok.pad_token_id,
-                                        temperature, top_p, greedy, seeds=chunk_seeds)
-        else:
-            with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
-                out += _hf_generate(model, chunk, 1, max_new, eos, tok.pad_token_id,
-                                    temperature, top_p, greedy)
-    return out
-
-
-def common_prefix_len(contexts: list[list[int]]) -> int:
-    """Length of the token prefix every context starts with."""
-    first, n = contexts[0], min(map(len, contexts))
-    for other in contexts[1:]:
-        n = next((i for i in range(n) if other[i] != first[i]), n)
-    return n
-
-
-@torch.no_grad()
-def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: set[int],
-                         pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
-                         greedy: bool = False, seeds: list[int] | None = None) -> list[list[int]]:
-    """One continuation per context (row i from its own generator `seeds[i]`), the contexts'
-    common prefix prefilled once (`prefill_contexts`)."""
-    from .rollout import decode_cached
-    device = next(model.parameters()).device
-    gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
-    cache, logits, attn = prefill_contexts(model, contexts, pad_id)
-    return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
-                         top_p, greedy, list(range(len(contexts))), gens)
-
-
-def prefill_contexts(model, contexts: list[list[int]], pad_id: int):
-    """(KV cache, last-position logits [n, V], 2-D attention mask) of `contexts`, their common
-    prefix run once.
-
-    Why: the contexts of turn k > 1 are whole conversations that all begin with the same
-    system prompt, tool schema and worked example (411 of ~450 tokens in `tool-arithmetic`);
-    prefilling each episode's context from scratch made every later turn cost several times
-    the first. Here the shared prefix is run once (batch 1) and its cache repeated; each row's
-    own suffix follows it, left-padded, so row i is [prefix | pad | suffix_i] with positions
-    continuing from the prefix: the same tokens at the same positions as prefilling it alone."""
-    from .models import cache_kwarg, returned_cache
-    from .rollout import _left_pad
-    device = next(model.parameters()).device
-    n = len(contexts)
-    shared = min(common_prefix_len(contexts), min(map(len, contexts)) - 1)  # >= 1 own token
-    kw = {}
-    if shared > 0:
-        cache = returned_cache(model(input_ids=torch.tensor([contexts[0][:shared]], device=device),
-                                     use_cache=True, logits_to_keep=1))
-        cache.batch_repeat_interleave(n)
-        kw = {cache_kwarg(model): cache}
-    ids, own = _left_pad([c[shared:] for c in contexts], pad_id, device)
-    attn = torch.cat([torch.ones(n, shared, dtype=own.dtype, device=device), own], 1)
-    pos = shared + (own.cumsum(-1) - 1).clamp_min(0)
-    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True,
-                logits_to_keep=1, **kw)
-    return returned_cache(out), out.logits[:, -1], attn
+    return engine.generate_ids(contexts, max_new, temperature=temperature, top_p=top_p,
+                               greedy=greedy, seeds=seeds)
 
 
 def _turn_seed(seed: int | None, row: int, turn: int) -> int | None:
@@ -191,7 +114,7 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
     rollout.tasks = [tasks[i // group_size] for i in range(len(rollout))]
     if not is_multiturn(env):
         return rollout
-    eos = _eos_ids_of(engine, tokenizer)
+    eos = eos_ids(tokenizer, getattr(engine, "policy", None))
     episodes = []
     for i, c in enumerate(rollout.completions):
         e = Episode(text="", token_ids=[])
@@ -273,14 +196,6 @@ def _ended(e: Episode, budget: int) -> bool:
         e.end_reason = "max_tokens"
         return True
     return False
-
-
-def _eos_ids_of(engine, tokenizer) -> set[int]:
-    from .rollout import _eos_ids
-    policy = getattr(engine, "policy", None)
-    if policy is not None:
-        return _eos_ids(policy, tokenizer)
-    return {tokenizer.eos_token_id} - {None}
 
 
 def policy_tokens(rollout: Rollout, mb) -> torch.Tensor:

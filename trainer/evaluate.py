@@ -5,7 +5,7 @@ The claim to check (Yue et al. 2025, "Does Reinforcement Learning Really Incenti
 Reasoning Capacity in LLMs Beyond the Base Model?"): RLVR raises pass@1, while at large k the base
 model solves as many distinct problems or more -- RL sharpens what the model could already sample.
 To see it, sample n completions per held-out task, count the c correct ones, and estimate pass@k
-for every k <= n with the unbiased estimator of Chen et al. 2021 (trainer/passk.py), its
+for every k <= n with the unbiased estimator of Chen et al. 2021 (rlvr/passk.py), its
 uncertainty by a bootstrap over tasks. `rlvr plot passk` draws the curves.
 
     rlvr eval --env arithmetic --model smollm2 --n 64 --k 1,2,4,8,16,32,64 -o base.json
@@ -30,7 +30,7 @@ from pathlib import Path
 from rlvr.core import Verdict
 
 from .eval_records import SampleStore, TaskRecord, task_seeds
-from .passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
+from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 __all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate",
            "run_eval", "resolve_model", "LocalSampler", "evaluate_in_training"]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .hf_adapter import attention_implementation
+
 __all__ = ["Piece", "Packing", "packs", "mask_dtype"]
 
 
@@ -30,12 +32,6 @@ class Piece:
         if x is None or self.where is None:
             return x
         return torch.cat([x.reshape(-1), x.new_zeros(1)])[self.where]
-
-
-def attention_implementation(model) -> str | None:
-    """The attention implementation transformers runs for `model` (through wrappers)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return getattr(getattr(base, "config", None), "_attn_implementation", None)
 
 
 def packs(model) -> bool:

@@ -3,7 +3,7 @@
 The "reasoning boundary" picture (Yue et al. 2025, Figure 1): RL-trained models lead
 at small k, base models may catch up or overtake at large k. Each curve is the unbiased pass@k
 (Chen et al. 2021) at every k from 1 to n, recomputed from the per-task correct counts that
-`rlvr eval -o` records, with its bootstrap confidence band over tasks (trainer/passk.py); k is on
+`rlvr eval -o` records, with its bootstrap confidence band over tasks (rlvr/passk.py); k is on
 a log axis. Where two curves cross, the crossing is marked and printed; a crossing inside
 overlapping bands is marked as such (the data cannot tell the order there).
 
@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .passk import PassAtK, pass_at_k_curve
+from rlvr.passk import PassAtK, pass_at_k_curve
 
 __all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "find_crossings", "plot_passk",
            "run_cli"]

@@ -281,7 +281,7 @@ def _title(run: RunData) -> str:
     """'<run name>: <algorithm> on <env>, <model>' from config.json when the run wrote one."""
     try:
         cfg = json.loads((run.path / "config.json").read_text())["config"]
-        return f"{run.name}: {cfg['algorithm']} on {cfg['env']}, {Path(cfg['model']).name}"
+        return f"{run.name}: {cfg.get('preset', cfg.get('algorithm'))} on {cfg['env']}, {Path(cfg['model']).name}"
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
         return run.name
 

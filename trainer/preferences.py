@@ -33,6 +33,7 @@ class MakePrefsConfig:
     output: str
     """Preference JSONL to write (prompt, chosen, rejected, scores, ids)."""
     env_args: dict = field(default_factory=dict)
+    """Keyword arguments for the environment factory."""
     completions: str | None = None
     """JSONL/Parquet of rows with `completion` and a task `id` (or `prompt` + `answer`)."""
     policy: str | None = None
@@ -42,17 +43,25 @@ class MakePrefsConfig:
     samples: int = 4
     """Completions sampled per prompt."""
     split: str = "train"
+    """The environment's split the prompts are drawn from."""
     seed: int = 0
+    """Seeds the prompt draw, the sampling and the pair draw."""
     max_new_tokens: int = 256
+    """Longest sampled completion, in tokens."""
     temperature: float = 1.0
+    """Sampling temperature."""
     device: str = "cpu"
+    """Where the policy samples: 'cpu' or 'cuda'."""
     max_pairs_per_prompt: int = 4
     """Cap on (correct, incorrect) pairs per prompt, drawn at random (seeded); 0 = all."""
     threshold: float = 1.0
     """A completion is correct when its score is at least this."""
     id_field: str = "id"
+    """Field of a completions row holding the task id."""
     completion_field: str = "completion"
+    """Field of a completions row holding the completion text."""
     answer_field: str = "answer"
+    """Field of a completions row holding the gold answer (rows without a task id)."""
 
     def __post_init__(self):
         if (self.completions is None) == (self.policy is None):

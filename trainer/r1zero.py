@@ -25,11 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from .checkpoint import RunFolderError
+
 __all__ = ["R1ZERO_SETTINGS", "TINY_SETTINGS", "RunFolderError", "r1zero_config",
            "think_tokenizer", "resume_point", "held_out_eval", "run", "summary_table", "eval_table", "main"]
 
 R1ZERO_SETTINGS: dict = {
-    "algorithm": "grpo",
+    "preset": "grpo",
     # Addition of numbers up to 20: SmolLM2-135M-Instruct answers about one in ten right at the
     # start, so a good share of the groups of 8 hold a right and a wrong answer and GRPO has
     # signal from step 1; far from 100%, so there is room to learn. Half of the 441 sums are
@@ -51,15 +53,15 @@ R1ZERO_SETTINGS: dict = {
     "temperature": 0.7,
     # Far above the 1e-6 of long GPU runs: 8 steps must move a 135M model visibly.
     "lr": 1e-5,
-    # Memory (benchmarks/README.md, "Trainer memory"); neither changes the update (the same
-    # loss and gradients up to float rounding; the tables came out identical).
-    # Checkpointing drops one micro-batch's activations (~1.7 GiB at 16 x 64 tokens) that sat
-    # beside the weights, the reference, the gradients and AdamW's two states; half a group
-    # per micro-batch (4) shrinks the logits and activations of each backward further (the
-    # prompt is then forwarded twice per group: no measurable time).
-    # Measured peak of 2 steps: 6.13 GiB before; 3.66 GiB at micro-batch 8; 3.58 GiB at 4.
+    # Memory (measured in benchmarks/README.md, "Trainer memory"); neither changes the update
+    # (the same loss and gradients up to float rounding). Checkpointing drops one micro-batch's
+    # activations that sat beside the weights, the reference, the gradients and AdamW's two
+    # states; half a group per micro-batch (4) shrinks the logits and activations of each
+    # backward further (the prompt is then forwarded twice per group).
     "micro_batch_size": 4,
     "gradient_checkpointing": True,
+    # Freed activations go back to the OS at once (allocator.py): part of the peak above.
+    "tune_allocator": True,
     "checkpoint_every": 0,      # only the final model is saved
     "log_completions": 8,
     "seed": 0,
@@ -89,19 +91,13 @@ EVAL_ROWS = (("pass@1 (greedy)", "pass@1", ".3f"), ("think well-formed", _FORMAT
 _SAME_RUN_EXEMPT = ("output_dir", "steps", "progress")   # what may differ when resuming
 
 
-class RunFolderError(ValueError):
-    """The run folder holds a run this command may not continue (the message says what to do)."""
-
-
 def r1zero_config(model: str, output_dir: str, tiny: bool = False, overrides: list[str] = (),
                   tokenizer: str = ""):
     """The resolved TrainConfig of the main job (KEY=VALUE overrides win)."""
     from .config import load_config, parse_overrides
     base = dict(TINY_SETTINGS if tiny else R1ZERO_SETTINGS)
-    preset = base.pop("algorithm")
     extra = parse_overrides(list(overrides))
-    preset = extra.pop("preset", extra.pop("algorithm", preset))
-    return load_config(None, {**base, "preset": preset, "model": model, "tokenizer": tokenizer,
+    return load_config(None, {**base, "model": model, "tokenizer": tokenizer,
                               "output_dir": output_dir, "progress": False, **extra})
 
 
@@ -111,15 +107,11 @@ def resume_point(out: Path, cfg, overwrite: bool = False) -> Path | None:
     A folder without a run (no config.json, metrics or checkpoints) starts fresh; with
     `overwrite` an old run's files are removed first. A run with the same settings and a
     checkpoint short of `cfg.steps` is resumed; anything else is refused, naming the flag."""
-    from .checkpoint import latest_checkpoint, read_state
-    markers = [out / n for n in ("config.json", "metrics.jsonl", "checkpoints")]
-    if not any(p.exists() for p in markers):
+    from .checkpoint import clear_run, holds_run, latest_checkpoint, read_state
+    if not holds_run(out):
         return None
     if overwrite:
-        for stale in ("config.json", "metrics.jsonl", "eval.jsonl", "samples.jsonl", "plots",
-                      "checkpoints", "tensorboard"):
-            p = out / stale
-            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        clear_run(out)
         return None
     how = "pass --overwrite to replace it, or -o DIR to write a new run elsewhere"
     try:
@@ -151,7 +143,7 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
     from tqdm.auto import tqdm
 
     from .loop import Trainer
-    desc = f"R1-Zero {PRESET_LABELS.get(cfg.algorithm, cfg.algorithm)}"   # the preset in use
+    desc = f"R1-Zero {PRESET_LABELS.get(cfg.preset, cfg.preset)}"   # the preset in use
 
     class R1ZeroTrainer(Trainer):
         def train(self):
@@ -326,7 +318,7 @@ def run(output_dir: str | None = None, tiny: bool = False, overrides: list[str] 
     checkpoint = resume_point(out, cfg, overwrite)
     n_eval = eval_tasks or (TINY_EVAL_TASKS if tiny else EVAL_TASKS)
     rewards = _reward_weights(cfg)
-    print(f"R1-Zero: {cfg.algorithm} on {cfg.env} {cfg.env_kwargs}, model {model}\n"
+    print(f"R1-Zero: {cfg.preset} on {cfg.env} {cfg.env_kwargs}, model {model}\n"
           f"  rewards {rewards}; {cfg.steps} steps x {cfg.prompts_per_step} prompts x "
           f"{cfg.group_size} completions, <= {cfg.max_completion_length} tokens, lr {cfg.lr}, "
           f"torch threads {_threads()}; held-out eval on {n_eval} problems, greedy", flush=True)

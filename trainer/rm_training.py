@@ -47,6 +47,7 @@ class TrainRMConfig:
     eval_data: str | None = None
     """Held-out preference rows; when unset `eval_fraction` of `data` is held out."""
     eval_fraction: float = 0.1
+    """Share of `data` held out for evaluation when `eval_data` is unset."""
     holdout: str = "prompt"
     """Hold out whole prompts (`prompt`: no prompt is in both splits) or single `pair`s."""
     split: str = "train"
@@ -58,27 +59,38 @@ class TrainRMConfig:
     batch_size: int = 8
     """Preference pairs per optimizer step."""
     lr: float = 1e-5
+    """AdamW learning rate."""
     weight_decay: float = 0.0
+    """AdamW weight decay."""
     warmup_steps: int = 0
     """Linear warm-up from 0 to `lr`; the rate is constant afterwards."""
     epochs: int = 1
+    """Passes over the training pairs."""
     max_steps: int | None = None
     """Stop after this many steps (overrides `epochs`); raise it on resume to train on."""
     margin: float = 0.0
     """Margin m in -log sigma(r_c - r_r - m) for rows without their own `margin` field."""
     grad_clip: float = 1.0
+    """Gradient-norm clip."""
     eval_every: int = 50
     """Held-out pairwise accuracy every N steps (and at the end)."""
     save_every: int = 100
     """Checkpoint every N steps (and at the end)."""
     keep_checkpoints: int = 2
+    """Checkpoints kept in output_dir (the newest ones)."""
     seed: int = 0
+    """Seeds the split, the data order and the head's initialisation."""
     device: str = "cpu"
+    """'cpu' or 'cuda'."""
     dtype: str | None = None
+    """Weights' dtype (float32, bfloat16, float16); unset: transformers' default for the checkpoint."""
     use_chat_template: bool = True
+    """Render each pair through the tokenizer's chat template (prompt as the user turn, the
+    response as the assistant's) when it has one."""
     tensorboard: bool = False
     """Also write metrics as TensorBoard events under output_dir/tensorboard (as `rlvr train`)."""
     progress: bool = True
+    """Show a progress bar."""
     resume: bool = True
     """Continue from the newest checkpoint in output_dir when there is one; False deletes
     output_dir's checkpoints and metrics and starts over."""

@@ -15,7 +15,8 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .models import SharedPrefix, cache_kwarg, one_pass, prompt_forward, returned_cache
+from .hf_adapter import cache_kwarg, repeat_rows, returned_cache, select_rows
+from .prefix import SharedPrefix, one_pass, prompt_forward
 from .prompts import tool_prompt
 
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
@@ -125,9 +126,11 @@ class Rollout:
                        first.group_size, cat("token_entropy") if measured else None)
 
 
-def _eos_ids(model, tokenizer) -> set[int]:
+def eos_ids(tokenizer, model=None) -> set[int]:
+    """Token ids that end a completion: the tokenizer's EOS and the model's generation
+    config's (chat models often stop on an end-of-turn token as well)."""
     ids = {tokenizer.eos_token_id}
-    gen_eos = getattr(model.generation_config, "eos_token_id", None)
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
     return {i for i in ids if i is not None}
 
@@ -153,7 +156,7 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     """
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_ids(tokenizer, model)
     prompts = [encode_prompt(tokenizer, t.prompt, t.metadata.get("tools")) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
     out = Rollout([], [], [], [], group_size=group_size)
@@ -186,7 +189,9 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     return out
 
 
-def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token lists -> (ids [n, width], attention mask [n, width]), padded on the left so every
+    row's last token sits in the last column (where generation continues)."""
     width = max(map(len, prompts))
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     attn = torch.zeros_like(ids)
@@ -203,7 +208,7 @@ def _hf_generate(model, prompts, G, max_new, eos, pad_id, temperature, top_p, gr
         top_p=None if greedy else top_p, top_k=None if greedy else 0, max_new_tokens=max_new,
         num_return_sequences=G, pad_token_id=pad_id, eos_token_id=sorted(eos),
         repetition_penalty=1.0)
-    ids, attn = _left_pad(prompts, pad_id, next(model.parameters()).device)
+    ids, attn = left_pad(prompts, pad_id, next(model.parameters()).device)
     # `generate` fills every field we leave unset from the model's own generation_config
     # (min_p, typical_p, no_repeat_ngram_size, suppress_tokens, min_new_tokens...), and samples
     # would stop being softmax(logits / T): swap in a blank one for the call.
@@ -260,7 +265,7 @@ def prefill(model, prompts: list[list[int]], pad_id: int):
     remainder on top of it (`SharedPrefix`, as in the training passes)."""
     device = next(model.parameters()).device
     prefix = SharedPrefix.of(prompts, device) if len(prompts) > 1 else None
-    ids, mask = _left_pad([p[prefix.length if prefix else 0:] for p in prompts], pad_id, device)
+    ids, mask = left_pad([p[prefix.length if prefix else 0:] for p in prompts], pad_id, device)
     with one_pass(prefix):
         out, attn = prompt_forward(model, ids, mask, prefix, {"logits_to_keep": 1})
     return returned_cache(out), out.logits[:, -1], attn
@@ -279,12 +284,25 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     cache, logits, attn = prefill(model, prompts, pad_id)
-    cache.batch_repeat_interleave(G)
+    repeat_rows(cache, G)
     logits = logits.repeat_interleave(G, 0)
     attn = attn.repeat_interleave(G, 0)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
                          top_p, greedy, [row // G for row in range(len(prompts) * G)], gens,
                          entropies)
+
+
+@torch.no_grad()
+def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: set[int],
+                         pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
+                         greedy: bool = False, seeds: list[int] | None = None) -> list[list[int]]:
+    """One continuation per context (row i from its own generator `seeds[i]`), the contexts'
+    common prefix prefilled once (`rollout.prefill`)."""
+    device = next(model.parameters()).device
+    gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
+    cache, logits, attn = prefill(model, contexts, pad_id)
+    return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
+                         top_p, greedy, list(range(len(contexts))), gens)
 
 
 def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
@@ -318,7 +336,7 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
             break
         if len(keep) < len(active):              # finished rows leave the batch
             keep_t = torch.tensor(keep, device=device)
-            cache.batch_select_indices(keep_t)
+            select_rows(cache, keep_t)
             active = [active[i] for i in keep]
             tok, attn, pos = tok[keep_t], attn[keep_t], pos[keep_t]
         attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)

@@ -1,10 +1,19 @@
-"""`rlvr train --config FILE.toml [key=value ...]` and `rlvr train --resume RUN_DIR [key=value ...]`."""
+"""`rlvr train [--config FILE.toml] [--FIELD VALUE ...] [FIELD=VALUE ...]` and
+`rlvr train --resume RUN_DIR [...]`.
+
+Every option is a TrainConfig field (rlvr.cli.options: the field's type, default and docstring);
+a field given as `--field value` or `field=value` overrides the TOML file, which overrides the
+preset's knobs.
+"""
 from __future__ import annotations
 
 import sys
 
 import argparse
+import dataclasses
 from pathlib import Path
+
+from .options import add_config_options
 
 __all__ = ["add_parser", "console_trainer", "eval_line"]
 
@@ -20,7 +29,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
                    help="continue a run exactly from its latest checkpoint")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
-    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config field overrides")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a run already in output_dir (by default it is refused: "
+                        "--resume continues it)")
+    p.add_argument("overrides", nargs="*", metavar="FIELD=VALUE",
+                   help="config field overrides (the same as --field value)")
+    from rlvr.trainer.config import TrainConfig
+    add_config_options(p.add_argument_group("config fields"), TrainConfig, every_field=True,
+                       only_given=True)
     p.set_defaults(func=_run)
 
 
@@ -58,17 +74,22 @@ def _run(args) -> int:
         for name, typ, default, doc in field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
         return 0
+    from rlvr.trainer.checkpoint import fresh_run_folder
+    from rlvr.trainer.config import TrainConfig
     try:
+        fields = {f.name for f in dataclasses.fields(TrainConfig)}
+        overrides = {**{k: v for k, v in vars(args).items() if k in fields},
+                     **parse_overrides(args.overrides)}
         if args.resume:
             if args.config:
                 raise UsageError("--resume takes the run's saved config; pass overrides instead")
-            overrides = parse_overrides(args.overrides)
             overrides.pop("preset", None)
             run_dir = console_trainer().resume(args.resume, **overrides).train()
         else:
             if args.config is not None and not args.config.exists():
                 raise UsageError(f"config file not found: {args.config}")
-            cfg = load_config(args.config, args.overrides)
+            cfg = load_config(args.config, overrides)
+            fresh_run_folder(Path(cfg.output_dir), args.overwrite)
             run_dir = console_trainer()(cfg).train()
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc

@@ -62,7 +62,7 @@ def pass_at_k_by_task(keys: array, solved: bytes) -> dict | None:
     pass@k over tasks (Chen et al. 2021) for k = 1, 2, 4, ... up to the fewest samples any task
     has. None when every task has one sample."""
     import numpy as np
-    from rlvr.trainer.passk import pass_at_k
+    from rlvr.passk import pass_at_k
     if not keys:
         return None
     _, inverse, n = np.unique(np.frombuffer(keys, dtype=np.int64), return_inverse=True,

@@ -1,0 +1,74 @@
+"""`preset` names the knobs a run starts from, the same way everywhere: the Python API, a TOML
+file, `rlvr train` and a resumed run build the same config; the old field name `algorithm`
+loads with a deprecation warning and builds what it names (it used to label a GRPO run "ppo");
+a knob the chosen estimator ignores is warned about, or refused under `strict`."""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+
+from rlvr.trainer.config import PRESETS, TrainConfig, load_config
+
+
+def _quiet(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return fn(*a, **kw)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_way_of_naming_a_preset_builds_the_same_config(preset, tmp_path):
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'preset = "{preset}"\n')
+    built = [TrainConfig(preset=preset), TrainConfig.from_preset(preset),
+             load_config(None, [f"preset={preset}"]), load_config(toml),
+             load_config(None, TrainConfig(preset=preset).to_dict())]     # a resumed run
+    assert all(c == built[0] for c in built)
+    for knob, value in PRESETS[preset].items():
+        if knob != "overlong_buffer":          # DAPO's -1 is resolved to a length
+            assert getattr(built[0], knob) == value, knob
+
+
+def test_ppo_is_ppo_and_the_old_field_name_no_longer_trains_grpo():
+    ppo = TrainConfig(preset="ppo")
+    assert (ppo.advantage, ppo.inner_steps, ppo.whiten_advantages, ppo.kl_in) == \
+        ("gae", 4, True, "reward")
+    with pytest.warns(DeprecationWarning, match="'algorithm' is now 'preset'"):
+        old = TrainConfig(algorithm="ppo")
+    assert old == ppo                           # not GRPO labelled "ppo"
+    with pytest.warns(DeprecationWarning):
+        saved = load_config(None, {**dataclasses.asdict(ppo), "algorithm": "ppo"} | {"preset": "ppo"})
+    assert saved == ppo
+    old_run = {k: v for k, v in dataclasses.asdict(ppo).items() if k != "preset"}
+    with pytest.warns(DeprecationWarning):
+        assert load_config(None, {**old_run, "algorithm": "ppo"}) == ppo
+    with pytest.warns(DeprecationWarning):
+        assert load_config(None, ["algorithm=ppo"]) == ppo
+
+
+def test_fields_given_beside_a_preset_win():
+    cfg = TrainConfig(preset="ppo", inner_steps=2, lr=3e-6)
+    assert (cfg.advantage, cfg.inner_steps, cfg.lr) == ("gae", 2, 3e-6)
+    assert dataclasses.replace(cfg, lr=1e-5).inner_steps == 2
+
+
+@pytest.mark.parametrize("preset,knob,value", [
+    ("grpo", "gamma", 0.9), ("grpo", "critic_lr", 1e-5), ("rloo", "baseline", "moving_average"),
+    ("dr_grpo", "kl_estimator", "k2"), ("grpo", "lora_alpha", 8.0), ("rloo", "clip_eps_high", 0.3)])
+def test_a_knob_the_estimator_ignores_is_warned_about_or_refused(preset, knob, value):
+    with pytest.warns(UserWarning, match=f"ignores {knob} "):
+        TrainConfig(preset=preset, **{knob: value})
+    with pytest.raises(ValueError, match=f"ignores {knob} .*remove them"):
+        TrainConfig(preset=preset, strict=True, **{knob: value})
+
+
+def test_knobs_the_estimator_reads_or_left_at_their_default_pass_quietly():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TrainConfig(preset="ppo", gamma=0.99, critic_lr=1e-5, strict=True)
+        TrainConfig(preset="reinforce", baseline="moving_average", strict=True)
+        TrainConfig(preset="grpo", gamma=1.0, strict=True)           # the default: harmless
+        for preset in PRESETS:
+            TrainConfig(preset=preset, strict=True)

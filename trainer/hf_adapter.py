@@ -1,0 +1,196 @@
+"""Every transformers internal the fast forwards and the samplers rely on, in one place.
+
+The reference forward (trainer/reference.py) calls a model through its public API only. The
+fast ones continue a prompt's KV cache over a group's completions, copy and repeat caches,
+cut their autograd graph and replay a layer's cache state under activation checkpointing:
+none of that is public API, and each internal can move in a transformers release. They are
+reached through the functions below, and `check_contract` exercises all of them on a model
+at start-up: when one has moved, it raises `ContractError` naming the transformers version
+and the internal, and the trainer falls back to the reference forward with one warning
+instead of failing deep inside a step.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+
+import torch
+from torch import nn
+
+__all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "cache_kwarg",
+           "returned_cache", "repeat_rows", "select_rows", "copy_cache", "cache_tensors",
+           "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
+           "attention_implementation", "decoder_layers", "layer_index"]
+
+
+class ContractError(RuntimeError):
+    """A transformers internal rlvr's fast path relies on is missing or changed."""
+
+
+def _version() -> str:
+    import transformers
+    return transformers.__version__
+
+
+def base_model(model):
+    """The transformers model under a peft wrapper (peft's public `get_base_model`)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+# --- the forward's cache keyword and the cache it returns ------------------------------------
+def cache_kwarg(model) -> str:
+    """The forward argument that takes a KV cache: `cache` in newer transformers,
+    `past_key_values` before."""
+    return _cache_kwarg(type(base_model(model)))
+
+
+@functools.cache
+def _cache_kwarg(cls) -> str:
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+
+
+def returned_cache(out):
+    """The KV cache a forward returned, checked to be one whose rows can be repeated/selected."""
+    found = getattr(out, "cache", None)
+    cache = found if found is not None else getattr(out, "past_key_values", None)
+    if not (hasattr(cache, "batch_repeat_interleave") and hasattr(cache, "batch_select_indices")):
+        raise ValueError(f"this model's KV cache ({type(cache).__name__}) cannot be repeated "
+                         "over a group; set share_prefix = false")
+    return cache
+
+
+def repeat_rows(cache, n: int) -> None:
+    """Each row of the cache repeated n times in place (row i -> rows i*n .. i*n + n - 1)."""
+    cache.batch_repeat_interleave(n)
+
+
+def select_rows(cache, rows: torch.Tensor) -> None:
+    """Keep the cache rows `rows` (in that order, repeats allowed) in place."""
+    cache.batch_select_indices(rows)
+
+
+def copy_cache(cache):
+    """A copy whose rows can be repeated or selected without touching the original; the
+    tensors themselves are shared (repeating and selecting make new ones)."""
+    copied = copy.copy(cache)
+    copied.layers = [copy.copy(layer) for layer in cache.layers]
+    return copied
+
+
+# --- the tensors a cache holds (the graph cut of the shared-prefix forwards) -----------------
+def cache_tensors(cache) -> list[tuple[object, str, torch.Tensor]]:
+    """(layer, attribute, tensor) for every tensor each cache layer holds."""
+    return [(layer, name, t) for layer in getattr(cache, "layers", ())
+            for name, t in list(vars(layer).items()) if isinstance(t, torch.Tensor)]
+
+
+def swap_cache_tensor(layer, name: str, tensor: torch.Tensor) -> None:
+    setattr(layer, name, tensor)
+
+
+def cache_layer(cache, idx: int):
+    """Layer `idx` of a cache, or None when the cache has not reached it."""
+    if cache is None or idx >= len(cache.layers):
+        return None
+    return cache.layers[idx]
+
+
+def layer_state(layer) -> dict:
+    """A snapshot of one cache layer (its tensors and counters), for `restore_layer_state`."""
+    return dict(vars(layer))
+
+
+def restore_layer_state(layer, state: dict) -> None:
+    vars(layer).clear()
+    vars(layer).update(state)
+
+
+# --- attention and layers ---------------------------------------------------------------------
+def attention_implementation(model) -> str | None:
+    """The attention implementation transformers runs for `model` (through wrappers)."""
+    return getattr(getattr(base_model(model), "config", None), "_attn_implementation", None)
+
+
+def decoder_layers(model) -> nn.ModuleList:
+    """The model's decoder layers (the ModuleList whose members have `self_attn`)."""
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList) and len(module) and hasattr(module[0], "self_attn"):
+            return module
+    raise ValueError(f"gradient_checkpointing: no decoder layers found in {type(model).__name__}")
+
+
+def layer_index(layer) -> int:
+    """The index under which a decoder layer reads and writes the KV cache."""
+    return layer.self_attn.layer_idx
+
+
+# --- the contract -----------------------------------------------------------------------------
+def check_contract(model) -> None:
+    """Exercise every internal above on `model` (two tiny forwards without gradients); raise
+    ContractError naming the transformers version and the internal that moved."""
+    try:
+        _check(model)
+    except ContractError:
+        raise
+    except Exception as exc:     # an internal that moved fails in its own way: name it
+        raise ContractError(f"transformers {_version()}: {type(exc).__name__}: {exc}; rlvr's "
+                            "fast forward relies on it (trainer/hf_adapter.py). Use forward = "
+                            "\"reference\", or a transformers version in rlvr's tested range") from exc
+
+
+def _check(model) -> None:
+    def need(ok: bool, what: str):
+        if not ok:
+            raise ContractError(f"transformers {_version()}: {what}; rlvr's fast forward "
+                                f"relies on it (trainer/hf_adapter.py). Use forward = "
+                                f"\"reference\", or a transformers version in rlvr's tested range")
+    base = base_model(model)
+    need(isinstance(attention_implementation(model), str), "config._attn_implementation is gone")
+    try:
+        layers = decoder_layers(base)
+    except ValueError:
+        layers = None
+    need(layers is not None, "no ModuleList of decoder layers with `self_attn`")
+    need(all(isinstance(getattr(getattr(l, "self_attn", None), "layer_idx", None), int)
+             for l in layers), "decoder layers' self_attn.layer_idx is gone")
+    kw = cache_kwarg(model)
+    device = next(base.parameters()).device
+    ids = torch.tensor([[1, 2]], device=device)
+    with torch.no_grad():
+        try:
+            out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        except TypeError as exc:
+            need(False, f"the forward refuses use_cache/logits_to_keep ({exc})")
+        need(out.logits.size(1) == 1, "logits_to_keep no longer trims the logits")
+        try:
+            cache = returned_cache(out)
+        except ValueError:
+            cache = None
+        need(cache is not None, "the returned cache has no batch_repeat_interleave / "
+                                "batch_select_indices")
+        need(isinstance(getattr(cache, "layers", None), list) and len(cache.layers) == len(layers),
+             "the cache has no per-layer `layers` list")
+        need(len(cache_tensors(cache)) >= 2 * len(layers),
+             "cache layers no longer hold their keys and values as tensor attributes")
+        copied = copy_cache(cache)
+        repeat_rows(copied, 2)
+        select_rows(copied, torch.tensor([1], device=device))
+        need(all(t.size(0) == 1 for _, _, t in cache_tensors(copied)) and
+             all(t.size(0) == 1 for _, _, t in cache_tensors(cache)),
+             "repeating/selecting cache rows no longer acts on the layers' tensors")
+        state = layer_state(cache.layers[0])
+        restore_layer_state(cache.layers[0], state)
+        nxt = model(input_ids=ids[:, :1], attention_mask=torch.ones(1, 3, device=device),
+                    position_ids=torch.tensor([[2]], device=device), use_cache=True,
+                    **{kw: copied}, logits_to_keep=1)
+        need(returned_cache(nxt) is not None, f"the forward no longer continues a cache via `{kw}`")
+
+
+def contract_holds(model) -> str | None:
+    """None when `check_contract` passes on `model`, else the reason it failed."""
+    try:
+        check_contract(model)
+    except ContractError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,223 @@
+"""The policy update, as the papers write it.
+
+Given a rollout -- G completions o_1..o_G per prompt q, sampled from pi_old and scored -- one
+training step is (DeepSeekMath, Shao et al. 2024, eq. 3, GRPO):
+
+    J(theta) = E[ 1/G sum_i 1/|o_i| sum_t  min( r_it A_it, clip(r_it, 1-eps, 1+eps) A_it )
+                                           - beta KL_t(pi_theta || pi_ref) ]
+    r_it = pi_theta(o_it | q, o_i,<t) / pi_old(o_it | q, o_i,<t)
+
+computed in this order, each step one block below:
+  1. `prepare`  frozen for the mu inner steps: pi_ref's log-probs, the rewards (minus beta*KL
+                when the KL goes into the reward), the advantages A (trainer/algorithms.py:
+                GRPO's group z-score, RLOO, REINFORCE, PPO's GAE, REINFORCE++), the normalisers;
+  2. `step`     -J(theta) on each micro-batch, gradients accumulated, one optimizer step.
+
+The presets are rows of algorithms.py's tables: Dr. GRPO (Liu et al. 2025) drops the std
+division and the 1/|o_i| length normaliser; DAPO (Yu et al. 2025) clips asymmetrically
+(eps_high > eps_low) and averages over all tokens of the batch; GSPO (Zheng et al. 2025) uses a
+sequence-level ratio; PPO (Schulman et al. 2017) adds a critic and a value loss.
+
+The log-probs come from a *forward* (`forward.logprobs`): the reference one (trainer/reference.py)
+computes them by their definition; the fast one (trainer/fast.py) equals it and is what runs by
+default. This file never sees how they were computed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from . import algorithms as alg
+from .episodes import policy_tokens
+from .metrics import UpdateStats
+from .models import lora_dropout_active
+from .rollout import Rollout
+
+__all__ = ["Batch", "PolicyUpdate"]
+
+
+@dataclass
+class Batch:
+    """A scored rollout made ready for the update; everything here is frozen for the mu steps."""
+    rollout: Rollout
+    micro: list                               # the forward's micro-batches (rows, mask [m, C])
+    loss_mask: list[torch.Tensor]             # per micro-batch [m, C]: tokens that carry loss
+    advantages: list[torch.Tensor]            # per micro-batch [m, C]
+    old_logp: list[torch.Tensor | None]       # pi_old: filled at inner step 1 unless computed
+    ref_logp: list[torch.Tensor | None]       # pi_ref (None without a KL term)
+    returns: list[torch.Tensor | None]        # PPO critic targets
+    old_values: list[torch.Tensor | None]     # PPO critic's V_old (value clipping)
+    num_seqs: float                           # normalisers of the *global* batch
+    num_tokens: float
+    stats: dict = field(default_factory=dict)
+
+
+class PolicyUpdate:
+    """`prepare(rollout) -> Batch`, then `step(batch, first)` mu times."""
+
+    def __init__(self, cfg, policy, ref, critic, optimizer, scheduler, kl_ctl, baseline,
+                 forward, dist, device, precision):
+        self.cfg, self.policy, self.ref, self.critic = cfg, policy, ref, critic
+        self.optimizer, self.scheduler, self.kl_ctl, self.baseline = (optimizer, scheduler,
+                                                                      kl_ctl, baseline)
+        self.forward, self.dist, self.device, self.precision = forward, dist, device, precision
+
+    # --- 1. freeze what the inner steps reuse -------------------------------------------------
+    @torch.no_grad()
+    def prepare(self, rollout: Rollout) -> Batch:
+        cfg, fwd, T = self.cfg, self.forward, self.cfg.temperature
+        kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
+        # Outcome advantages need only the rewards, unless the KL goes into them (then below).
+        adv = (self.outcome_advantages(rollout) if cfg.advantage not in alg.TOKEN_ADVANTAGES
+               and not kl_in_reward else None)
+        # With no KL term and no critic the loss is A * (...): a zero A means a zero gradient,
+        # which a forward may use to skip work.
+        zero_adv_is_zero_grad = adv is not None and self.ref is None and self.critic is None
+        micro = fwd.micro_batches(rollout, cfg.micro_batch_size,
+                                  adv if zero_adv_is_zero_grad else None)
+        valid = rollout.valid.to(self.device)
+        trains = valid      # samples that carry loss: valid ones, minus truncated if filtered
+        if cfg.mask_truncated_completions:     # DAPO's overlong filtering
+            cut = torch.tensor([c.finish_reason == "length" for c in rollout.completions])
+            trains = valid & ~cut.to(self.device)
+        own = [policy_tokens(rollout, mb) for mb in micro]    # environment tokens: never trained
+        loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
+        with self.precision(), fwd.pass_over(micro):
+            ref = [fwd.logprobs(self.ref, mb, T)[0] if self.ref else None for mb in micro]
+        with self.precision(), fwd.pass_over(micro):
+            old = [fwd.logprobs(self.policy, mb, T)[0] if kl_in_reward else None for mb in micro]
+        kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~p, 0.0)
+                  if kl_in_reward else None for o, r, p in zip(old, ref, own)]
+        n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
+        batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
+                      [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
+        if cfg.advantage in alg.TOKEN_ADVANTAGES:
+            self._token_advantages(batch, kl_tok)
+        else:
+            if adv is None:       # the KL is in the reward: r_i - beta * sum_t KL_it first
+                adv = self.outcome_advantages(rollout, self._kl_per_sequence(batch, kl_tok))
+            batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro]
+            batch.stats.update(self._advantage_stats(adv[valid]))
+        # rows the forward left without a gradient (the fast forward's silent groups)
+        silent = sum(len(mb.rows) for mb in micro if getattr(mb, "silent", False))
+        batch.stats["update/silent_group_frac"] = silent / max(len(rollout), 1)
+        return batch
+
+    def outcome_advantages(self, r: Rollout, kl_seq: torch.Tensor | None = None) -> torch.Tensor:
+        """Completion-level advantages [N] (REINFORCE, RLOO, GRPO family), to be repeated on every
+        token. With the KL in the reward, each completion's reward loses beta * sum_t KL_t first.
+        Called once per batch: the moving-average baseline is folded forward by each call."""
+        cfg = self.cfg
+        rewards = r.rewards.to(self.device).clone()
+        if kl_seq is not None:
+            rewards -= self.kl_ctl.beta * kl_seq
+        return alg.outcome_advantages(cfg.advantage, alg.AdvantageInputs(
+            rewards, r.valid.to(self.device), r.group_size, cfg.scale_rewards,
+            baseline=self.baseline if cfg.baseline == "moving_average" else None,
+            global_sum=self.dist.sum))
+
+    def _kl_per_sequence(self, batch: Batch, kl_tok: list) -> torch.Tensor:
+        kl_seq = torch.zeros(len(batch.rollout), device=self.device)
+        for mb, k in zip(batch.micro, kl_tok):
+            kl_seq[mb.rows] = k.sum(-1)
+        return kl_seq
+
+    def _token_advantages(self, batch: Batch, kl_tok: list) -> None:
+        """Per-token estimators (PPO's GAE, REINFORCE++'s return): token rewards (-beta*KL per
+        token + outcome at the end), critic values V_old when there is a critic, advantages
+        (whitened over the global batch if asked) and returns -- frozen for every inner step."""
+        cfg, evs = self.cfg, []
+        with self.precision(), self.forward.pass_over(batch.micro):
+            values = [self.forward.values(self.critic, mb) if self.critic is not None else None
+                      for mb in batch.micro]
+        for i, (mb, v) in enumerate(zip(batch.micro, values)):
+            outcome = batch.rollout.rewards.to(self.device)[mb.rows]
+            kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
+            token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
+            adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, v, mb.mask, cfg.gamma,
+                                                           cfg.gae_lambda)
+            batch.advantages.append(adv.masked_fill(~batch.loss_mask[i], 0.0))
+            batch.returns[i], batch.old_values[i] = ret, v
+            if v is not None:
+                evs.append((v[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
+        tokens = lambda xs: torch.cat([a[m] for a, m in zip(xs, batch.loss_mask)])
+        if cfg.whiten_advantages:
+            stats = alg.whitening_stats(tokens(batch.advantages), self.dist.sum)
+            batch.advantages = [alg.whiten(a, m, stats)
+                                for a, m in zip(batch.advantages, batch.loss_mask)]
+        if self.critic is not None:
+            batch.stats.update(self._critic_stats(evs))
+        batch.stats.update(self._advantage_stats(tokens(batch.advantages)))
+
+    def _advantage_stats(self, adv: torch.Tensor) -> dict:
+        a = torch.cat([x.to(torch.float64) for x in self.dist.gather(adv.detach().cpu())])
+        return {"advantages/mean": float(a.mean()) if len(a) else 0.0,
+                "advantages/std": float(a.std()) if len(a) > 1 else 0.0}
+
+    def _critic_stats(self, evs: list) -> dict:
+        pairs = self.dist.gather([(v.cpu(), g.cpu()) for v, g in evs])
+        v = torch.cat([v for rank in pairs for v, _ in rank])
+        g = torch.cat([g for rank in pairs for _, g in rank])
+        return {"critic/explained_variance": alg.explained_variance(v, g, torch.ones_like(v, dtype=torch.bool)),
+                "critic/value_mean": float(v.mean()) if len(v) else float("nan")}
+
+    # --- 2. one inner step --------------------------------------------------------------------
+    def step(self, batch: Batch, first: bool) -> dict:
+        """One optimizer step over the whole batch (gradients accumulated per micro-batch)."""
+        cfg, acc, backward = self.cfg, UpdateStats(), False
+        self.optimizer.zero_grad(set_to_none=True)
+        # (LoRA dropout is on for the backward too: checkpointed layers replay their forward)
+        with lora_dropout_active(self.policy, cfg.lora_dropout > 0), \
+                self.forward.pass_over(batch.micro):
+            for i in range(len(batch.micro)):
+                with self.precision():
+                    loss = self.micro_loss(batch, i, first, acc)
+                if loss.requires_grad:      # else nothing reaches the weights (all A = 0)
+                    loss.backward()
+                    backward = True
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        if not backward:     # a zero gradient: AdamW still steps on its moments and decay,
+            for p in params:     # as it would after an all-zero backward
+                p.grad = torch.zeros_like(p)
+        self.dist.sum_gradients(params)      # ranks' shares of the global loss -> its gradient
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float("inf"))
+        self.optimizer.step()
+        # The gradients are spent: freed now, not at the next update, so sampling, evaluation
+        # and checkpoints do not carry a parameter-sized buffer.
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        return UpdateStats.merged(self.dist.gather(acc)).result(float(grad_norm))
+
+    def micro_loss(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> torch.Tensor:
+        """-J(theta) on micro-batch i: -min(r A, clip(r) A) + beta*KL per token, aggregated per
+        the preset and normalised by the whole batch's counts (plus PPO's value loss)."""
+        cfg, mb, mask = self.cfg, batch.micro[i], batch.loss_mask[i]
+        logp, entropy = self.forward.logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
+        if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
+            batch.old_logp[i] = logp.detach()
+        obj, low, high = alg.policy_objective(cfg.policy_loss, logp, batch.old_logp[i],
+                                              batch.advantages[i], mask,
+                                              cfg.clip_eps_low, cfg.clip_eps_high)
+        per_token = -obj
+        if self.ref is not None:
+            kl = alg.kl_estimate(cfg.kl_estimator, logp, batch.ref_logp[i])
+            if cfg.kl_in == "loss":
+                per_token = per_token + self.kl_ctl.beta * kl
+            if first:
+                acc.kl(logp.detach(), batch.ref_logp[i], mask)
+        norm = dict(num_seqs=batch.num_seqs, num_tokens=batch.num_tokens,
+                    max_len=cfg.max_completion_length)
+        policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
+        loss = policy_loss
+        if self.critic is not None:
+            values = self.forward.values(self.critic, mb)
+            per_tok_v = alg.value_loss(values, batch.returns[i], mask, batch.old_values[i],
+                                       cfg.cliprange_value)
+            vloss = alg.aggregate_loss(per_tok_v, mask, "seq_mean_token_mean", **norm)
+            loss = loss + cfg.critic_weight * vloss
+            acc.add("loss/value", vloss.item())
+        acc.add("loss", loss.item())
+        acc.add("loss/policy", policy_loss.item())
+        acc.tokens(mask, low, high, entropy)
+        return loss
