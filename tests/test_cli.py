@@ -1,4 +1,5 @@
 """`rlvr envs list|show` and the CLI's usage handling."""
+import json
 import subprocess
 import sys
 
@@ -17,7 +18,8 @@ def test_envs_list_and_show(capsys):
 
 def test_envs_show_unknown_is_a_usage_error(capsys):
     assert main(["envs", "show", "nope"]) == 2
-    assert "registered: " in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown environment 'nope'" in err and "rlvr envs list" in err
 
 
 def test_console_entry_point_runs():
@@ -75,3 +77,66 @@ def test_envs_list_shows_each_first_sentence_whole(capsys):
     assert first_sentence("Uses e.g. sums and 3.5 too. Then more.") == \
         "Uses e.g. sums and 3.5 too."
     assert first_sentence("") == ""
+
+
+def _one_usage_line(code, err, *fragments):
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_a_mistyped_env_argument_is_one_line_in_every_command(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "x", "completion": "4", "answer": "4"}\n')
+    expected = ("argument n_terms expects int (an integer)", "got 'two'")
+    code = main(["score", "--env", "arithmetic", "--env-arg", "n_terms=two", str(rows),
+                 "-o", str(tmp_path / "out.jsonl"), "--workers", "0"])
+    _one_usage_line(code, capsys.readouterr().err, *expected)
+    code = main(["envs", "show", "tool-arithmetic", "--env-arg", "digits=four"])
+    _one_usage_line(code, capsys.readouterr().err, "argument digits expects int (an integer)")
+    code = main(["train", f"output_dir={tmp_path / 'run'}", 'env_kwargs={"n_terms": "two"}'])
+    _one_usage_line(code, capsys.readouterr().err, *expected)
+
+
+USER_ENVS = '''
+from rlvr import Environment, RowSource, Task, register_env
+from rlvr.verifiers import NumericMatch
+
+
+@register_env("my-sums")
+def my_sums(offset: int = 0):
+    """Sums of my own, registered by a module that is not installed."""
+    tasks = [Task(f"s{i}", prompt=f"{i}+{offset}?", answer=str(i + offset)) for i in range(3)]
+    return Environment("my-sums", RowSource({"train": tasks}), [(NumericMatch(), 1.0)])
+'''
+
+
+def test_import_loads_a_users_environments_for_each_command(tmp_path, monkeypatch, capsys):
+    """`--import my_envs` (found from the current directory, as `python -m` would) or
+    `--import path/to/file.py`; pool workers import it again by name."""
+    (tmp_path / "my_envs.py").write_text(USER_ENVS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))       # the folder is added to it
+    monkeypatch.delitem(sys.modules, "my_envs", raising=False)
+    assert main(["envs", "show", "my-sums", "--import", "my_envs"]) == 0
+    assert "sample task id: s" in capsys.readouterr().out
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "s1", "completion": "<answer>1</answer>"}\n'
+                    '{"id": "s2", "completion": "<answer>5</answer>"}\n')
+    out = tmp_path / "out.jsonl"
+    code = main(["score", "--import", str(tmp_path / "my_envs.py"), "--env", "my-sums",
+                 str(rows), "-o", str(out), "--workers", "1", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    assert [json.loads(r)["score"] for r in out.read_text().splitlines()] == [1.0, 0.0]
+    code = main(["envs", "list", "--import", "no_such_module_here"])
+    _one_usage_line(code, capsys.readouterr().err, "--import no_such_module_here: no module")
+
+
+def test_envs_show_prints_an_episode_gold_as_a_transcript(capsys):
+    assert main(["envs", "show", "tool-arithmetic"]) == 0
+    out = capsys.readouterr().out
+    assert "Episode(" not in out and "gold episode:" in out
+    gold = out.split("gold episode:")[1]
+    assert "[assistant] calls calculator({\"expression\": " in gold
+    assert "[tool calculator] " in gold and "[assistant] Answer: " in gold
