@@ -33,6 +33,7 @@ from typing import Iterator
 from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.splits import hash_split
+from rlvr.usage import require_extra
 from rlvr.verifiers.parser import ThinkParser, answer_tag
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
@@ -44,12 +45,7 @@ __all__ = ["DATASETS", "ENV_NAMES", "ReasoningGymSource", "ReasoningGymReward",
 
 
 def _require():
-    try:
-        import reasoning_gym
-    except ImportError as exc:
-        raise ModuleNotFoundError("reasoning-gym environments need the library: "
-                                  "pip install 'rlvr[reasoning-gym]'") from exc
-    return reasoning_gym
+    return require_extra("reasoning_gym", "reasoning-gym", "reasoning-gym environments")
 
 
 @lru_cache(maxsize=32)

@@ -140,3 +140,23 @@ def test_envs_show_prints_an_episode_gold_as_a_transcript(capsys):
     gold = out.split("gold episode:")[1]
     assert "[assistant] calls calculator({\"expression\": " in gold
     assert "[tool calculator] " in gold and "[assistant] Answer: " in gold
+
+
+def test_a_missing_optional_dependency_names_its_extra(tmp_path, monkeypatch, capsys):
+    """reasoning-gym environments and `rlvr eval --endpoint` without their packages: one line
+    with the `pip install 'rlvr[...]'` that brings them, exit 2."""
+    from rlvr.envs import reasoning_gym
+    monkeypatch.setitem(sys.modules, "reasoning_gym", None)    # `import reasoning_gym` fails
+    reasoning_gym._dataset.cache_clear()
+    code = main(["envs", "show", "reasoning-gym/chain_sum"])
+    _one_usage_line(code, capsys.readouterr().err, "pip install 'rlvr[reasoning-gym]'")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "reasoning-gym/chain_sum/train/0/0", "completion": "x"}\n')
+    code = main(["score", "--env", "reasoning-gym/chain_sum", str(rows), "-o",
+                 str(tmp_path / "out.jsonl"), "--workers", "0", "--no-progress"])
+    _one_usage_line(code, capsys.readouterr().err, "pip install 'rlvr[reasoning-gym]'")
+    monkeypatch.setitem(sys.modules, "openai", None)
+    code = main(["eval", "--env", "arithmetic", "--endpoint", "http://127.0.0.1:9/v1",
+                 "--model", "m", "--tasks", "2", "--k", "1", "--no-progress"])
+    _one_usage_line(code, capsys.readouterr().err, "--endpoint",
+                    "openai package is not installed", "pip install 'rlvr[openai]'")

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from rlvr.core import Completion
+from rlvr.usage import require_extra
 
 __all__ = ["EndpointConfig", "EndpointSampler", "EndpointError"]
 
@@ -54,11 +55,7 @@ class EndpointConfig:
 
 
 def _client(cfg: EndpointConfig):
-    try:
-        import openai
-    except ImportError as exc:
-        raise ModuleNotFoundError("--endpoint needs the openai client: "
-                                  "pip install 'rlvr[openai]'") from exc
+    openai = require_extra("openai", "openai", "--endpoint (an OpenAI-compatible server)")
     key = os.environ.get(cfg.api_key_env) or "EMPTY"
     return openai.OpenAI(base_url=cfg.url, api_key=key, max_retries=cfg.retries,
                          timeout=cfg.timeout_s)
@@ -72,9 +69,8 @@ class EndpointSampler:
     """The sampler interface of trainer/evaluate.py over an OpenAI-compatible server."""
 
     def __init__(self, cfg: EndpointConfig):
-        import openai                     # noqa: F401  (fail here, before any task runs)
         self.cfg = cfg
-        self.client = _client(cfg)
+        self.client = _client(cfg)         # fails here, before any task runs
         self.pool = ThreadPoolExecutor(cfg.concurrency, thread_name_prefix="rlvr-endpoint")
 
     def tasks_per_call(self, n: int) -> int:

@@ -22,6 +22,8 @@ import math
 import os
 from pathlib import Path
 
+from rlvr.usage import require_extra
+
 __all__ = ["WandbSink", "REPORT_TO"]
 
 REPORT_TO = ("tensorboard", "wandb")
@@ -34,11 +36,8 @@ class WandbSink:
     """One W&B run per rlvr run folder (resumed runs continue it)."""
 
     def __init__(self, run_dir: str | Path, config: dict, project: str | None = None):
-        try:
-            import wandb
-        except ImportError as exc:
-            raise ImportError("report_to includes 'wandb', which needs the wandb package: "
-                              "pip install 'rlvr[wandb]' (or drop 'wandb' from report_to)") from exc
+        wandb = require_extra("wandb", "wandb", "report_to = ['wandb']",
+                              "or drop 'wandb' from report_to")
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         id_file = self.dir / _ID_FILE
