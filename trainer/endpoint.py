@@ -119,8 +119,9 @@ class EndpointSampler:
                 resp = self.client.chat.completions.create(messages=prompt, **kw)
                 texts = [(c.message.content or "", c.finish_reason) for c in resp.choices]
         except openai.OpenAIError as exc:
-            raise EndpointError(f"{type(exc).__name__} after {self.cfg.retries} retries: "
-                                f"{exc}") from exc
+            cause = f" ({exc.__cause__})" if exc.__cause__ else ""    # e.g. connection refused
+            raise EndpointError(f"{type(exc).__name__} from {self.cfg.url} after "
+                                f"{self.cfg.retries} retries: {exc}{cause}") from exc
         if len(texts) != n:
             raise EndpointError(f"asked for {n} samples, the server returned {len(texts)} "
                                 "(set n_per_request for servers that cap n)")
