@@ -15,13 +15,19 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 __all__ = ["iter_rows", "read_rows", "input_kind", "open_lines", "count_rows", "BadRow",
-           "SUPPORTED"]
+           "SUPPORTED", "bad_json", "has_no_rows"]
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", "")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 _FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".pq", ".csv", ".tsv", ".txt")
 SUPPORTED = ("a JSON-lines file (.jsonl/.json), a Parquet file (.parquet), a directory saved by "
              "`datasets`, or a Hugging Face dataset id (org/name)")
+
+
+def bad_json(exc: json.JSONDecodeError) -> str:
+    """A JSON line's parse error in words: 'bad JSON (Unterminated string starting at column
+    9)' -- json's messages that end in 'at' take the column without a second 'at'."""
+    return f"bad JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ def _jsonl_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
                 try:
                     yield n, json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    yield n, BadRow(f"bad JSON ({exc.msg} at column {exc.colno})")
+                    yield n, BadRow(bad_json(exc))
 
 
 def _is_json_array(path) -> bool:
@@ -150,6 +156,21 @@ def _dataset_rows(source: str, split: str, start_after: int, config: str | None,
     for n, row in enumerate(ds, start=1):
         if n > start_after:
             yield n, dict(row)
+
+
+def has_no_rows(source: str | Path) -> bool:
+    """True when a local file holds no rows at all (read only up to its first row); False
+    when it has some, and for inputs that cannot tell without loading them (datasets, hub)."""
+    kind = input_kind(source)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+        return pq.ParquetFile(source).metadata.num_rows == 0
+    if kind != "jsonl":
+        return False
+    if _is_json_array(source):
+        return next(_json_array_rows(source, 0), None) is None
+    with open(source, "rb") as f:
+        return not any(raw.strip() for raw in f)
 
 
 def count_rows(source: str | Path) -> int | None:
