@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from rlvr.cli import main
 
 
@@ -160,3 +162,35 @@ def test_a_missing_optional_dependency_names_its_extra(tmp_path, monkeypatch, ca
                  "--model", "m", "--tasks", "2", "--k", "1", "--no-progress"])
     _one_usage_line(code, capsys.readouterr().err, "--endpoint",
                     "openai package is not installed", "pip install 'rlvr[openai]'")
+
+
+def test_a_hub_name_without_the_network_is_one_quick_line(tmp_path, monkeypatch, capsys):
+    """No network (here: HF_ENDPOINT at a closed local port): no half minute of retries and no
+    traceback, but one line saying what was tried and to pass a local path -- for a scored
+    file and for an environment's dataset alike."""
+    import socket
+    import time
+    import huggingface_hub.constants
+    from rlvr import rows
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(var, "")            # restored after the test: going offline sets one
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    datasets_config = pytest.importorskip("datasets.config")
+    monkeypatch.setattr(datasets_config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets_config, "HF_DATASETS_OFFLINE", False)
+    rows.hub_offline_reason.cache_clear()
+    try:
+        start = time.monotonic()
+        code = main(["score", "--env", "math", "someorg/data", "-o", str(tmp_path / "o.jsonl"),
+                     "--workers", "0", "--no-progress"])
+        _one_usage_line(code, capsys.readouterr().err, "'someorg/data' names a Hugging Face Hub",
+                        f"127.0.0.1:{port} did not answer", "pass a local path")
+        code = main(["envs", "show", "gsm8k", "--env-arg", "data=someorg/gsm8k-copy"])
+        _one_usage_line(code, capsys.readouterr().err, "'someorg/gsm8k-copy' names a Hugging Face")
+        assert time.monotonic() - start < 15
+    finally:
+        rows.hub_offline_reason.cache_clear()

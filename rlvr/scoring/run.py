@@ -392,12 +392,12 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
                 out.write(part.data)
                 out.flush()
                 summary.merge(part)
-                if bar:
+                if bar is not None:
                     bar.update(part.rows)
     finally:
         if scored is not None:
             scored.close()     # lets the chunks in flight finish while the pool still runs
-        if bar:
+        if bar is not None:     # (a bar without a total refuses bool())
             bar.close()
         if own_pool:
             pool.close()
