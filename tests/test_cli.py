@@ -131,6 +131,9 @@ def test_import_loads_a_users_environments_for_each_command(tmp_path, monkeypatc
                  str(rows), "-o", str(out), "--workers", "1", "--no-progress"])
     assert code == 0, capsys.readouterr().err
     assert [json.loads(r)["score"] for r in out.read_text().splitlines()] == [1.0, 0.0]
+    from rlvr.cli import build_parser
+    for command in (["eval"], ["train"], ["make-prefs", "--env", "e", "-o", "o"]):
+        assert build_parser().parse_args([*command, "--import", "my_envs"]).imports == ["my_envs"]
     code = main(["envs", "list", "--import", "no_such_module_here"])
     _one_usage_line(code, capsys.readouterr().err, "--import no_such_module_here: no module")
 

@@ -27,7 +27,7 @@ _SUBCOMMANDS = [
 
 # Subcommands that build an environment by name: each takes --import MODULE.
 _TAKES_ENV = (("envs", "list"), ("envs", "show"), ("score",), ("eval",), ("train",),
-              ("train-rm",), ("make-prefs",))
+              ("make-prefs",))
 
 
 def build_parser() -> argparse.ArgumentParser:
