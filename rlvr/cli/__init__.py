@@ -25,9 +25,9 @@ _SUBCOMMANDS = [
     "rlvr.cli.export",
 ]
 
-# Subcommands that build an environment by name: each takes --import MODULE.
-_TAKES_ENV = (("envs", "list"), ("envs", "show"), ("score",), ("eval",), ("train",),
-              ("make-prefs",))
+# Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
+# themselves, one level down).
+_TAKES_ENV = ("score", "eval", "train", "make-prefs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,20 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _SUBCOMMANDS:
         importlib.import_module(module).add_parser(sub)
-    for path in _TAKES_ENV:
-        _subparser(parser, path).add_argument(
-            "--import", dest="imports", action="append", default=[], metavar="MODULE",
-            help="import MODULE first (a module name found from the current directory, or a "
-                 ".py file): its @register_env environments become available (repeatable)")
+    for name in _TAKES_ENV:
+        add_import_option(sub.choices[name])
     return parser
 
 
-def _subparser(parser: argparse.ArgumentParser, path: tuple) -> argparse.ArgumentParser:
-    """The parser of subcommand `path`, e.g. ('envs', 'show')."""
-    for name in path:
-        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = action.choices[name]
-    return parser
+def add_import_option(parser: argparse.ArgumentParser) -> None:
+    """--import MODULE, run by `main` before the subcommand (see `import_user_module`)."""
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="import MODULE first (a module name found from "
+                        "the current directory, or a .py file): the environments it registers "
+                        "with @register_env become available (repeatable)")
 
 
 def import_user_module(spec: str) -> None:

@@ -9,11 +9,14 @@ from rlvr.usage import EXIT_OK, UsageError, parse_kv
 
 
 def add_parser(sub) -> None:
+    from rlvr.cli import add_import_option
     p = sub.add_parser("envs", help="list registered environments or show one")
     envs_sub = p.add_subparsers(dest="envs_command", metavar="ACTION", required=True)
-    envs_sub.add_parser("list", help="names of every registered environment").set_defaults(
-        func=cmd_list)
+    listing = envs_sub.add_parser("list", help="names of every registered environment")
+    listing.set_defaults(func=cmd_list)
+    add_import_option(listing)
     show = envs_sub.add_parser("show", help="an environment's rewards, a sample prompt and gold")
+    add_import_option(show)
     show.add_argument("name")
     show.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                       help="keyword argument for the environment factory (repeatable)")
