@@ -396,8 +396,9 @@ def test_failures_are_grouped_by_reason_with_examples_and_capped(tmp_path, capsy
     rows.write_text("\n".join(lines) + "\n")
     assert _score_cli(rows, out, "--env", "by-id-rows") == 3
     text = capsys.readouterr().out
-    assert ("      50 x error: unknown task id (e.g. 'nope0', 'nope1', 'nope2', ...); the row has "
-            "no gold answer field 'answer': name the field holding it with --answer-field") in text
+    assert ("      50 x error: no gold answer: the row has no `answer` field (name the field that "
+            "holds it with --answer-field) and unknown task id (e.g. 'nope0', 'nope1', 'nope2', "
+            "...)") in text
     assert "+3 more reasons (3 rows)" in text
     reasons = [r["reason"] for r in read_out(out)]
     assert "line 57: bad JSON (Invalid control character at column 42)" in reasons

@@ -274,8 +274,8 @@ def _task(env, view: dict, spec: _RowSpec):
         if spec.answer_field in view or view.get(spec.id_field) is None:
             raise
         message = exc.args[0] if exc.args else exc
-        raise KeyError(f"{message}; the row has no gold answer field {spec.answer_field!r}: "
-                       "name the field holding it with --answer-field") from None
+        raise KeyError(f"no gold answer: the row has no `{spec.answer_field}` field (name the "
+                       f"field that holds it with --answer-field) and {message}") from None
 
 
 def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
