@@ -22,8 +22,8 @@ all-rows mean, and any of them makes `rlvr score` exit 3)."""
 _LINE_PREFIX = re.compile(r"^line \d+: ")
 _QUOTED = re.compile(r"(?<!\w)('[^']*'|\"[^\"]*\")(?!\w)")
 _HOLE = "\0"          # where a group's varying value goes in its key
-_SHOWN = 3            # examples shown per group, and reasons shown in the summary: 5
-_TOP = 5
+_SHOWN = 3            # examples shown per failure group
+_TOP = 5              # failure groups shown in the summary
 
 
 def failure_key(status: str, reason: str | None) -> tuple[str, str | None]:
