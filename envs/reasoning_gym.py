@@ -24,6 +24,7 @@ list is behind the installed version.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from dataclasses import dataclass
@@ -54,8 +55,10 @@ def _dataset(name: str, seed: int, size: int, config: str):
     rg = _require()
     from reasoning_gym.factory import DATASETS as installed
     if name not in installed:
-        raise KeyError(f"reasoning-gym has no dataset {name!r}; it has {len(installed)}, e.g. "
-                       f"{', '.join(sorted(installed)[:8])}...")
+        close = difflib.get_close_matches(name, list(installed), n=3)
+        raise ValueError(f"reasoning-gym has no dataset {name!r}; "
+                         + (f"did you mean {', '.join(map(repr, close))}? " if close else "")
+                         + f"it has {len(installed)} (`rlvr envs list` names them)")
     return rg.create_dataset(name, seed=seed, size=size, **json.loads(config))
 
 
