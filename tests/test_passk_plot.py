@@ -121,3 +121,13 @@ def test_markers_at_0_and_1_are_drawn_whole(tmp_path, monkeypatch):
             if px - r < ax.bbox.x0 or py - r < ax.bbox.y0 or py + r > ax.bbox.y1:
                 cut.append((line.get_label(), x, y))
     assert cut == []
+
+
+def test_a_result_where_every_task_failed_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps({"format": "rlvr-eval/1", "pass_at": {}, "pass_at_ci": {},
+                                "correct_counts": [], "samples": 4,
+                                "failed_tasks": {"t0": "boom", "t1": "boom"}}))
+    assert main(["plot", "passk", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no task was sampled (2 failed)" in err and len(err.strip().splitlines()) == 1

@@ -88,6 +88,9 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
         raise ValueError(f"{path} is not JSON ({exc}); pass files written by `rlvr eval -o`")
     if not isinstance(data, dict) or "pass_at" not in data:
         raise ValueError(f"{path} has no pass@k results; pass files written by `rlvr eval -o`")
+    if not data["pass_at"]:
+        raise ValueError(f"{path} holds no pass@k: no task was sampled ("
+                         f"{len(data.get('failed_tasks') or {})} failed); rerun `rlvr eval`")
     cfg = data.get("config", {})
     name = label or data.get("label") or cfg.get("label") or path.stem
     n, counts, ids = data.get("samples"), data.get("correct_counts"), data.get("task_ids")
