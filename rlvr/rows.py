@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 from rlvr.usage import UsageError
 
 __all__ = ["iter_rows", "read_rows", "input_kind", "open_lines", "count_rows", "BadRow",
-           "SUPPORTED", "bad_json", "has_no_rows", "HubUnreachable", "hub_offline_reason"]
+           "SUPPORTED", "bad_json", "has_no_rows", "HubUnreachable", "hub_offline_reason",
+           "go_offline"]
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", "")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -65,7 +66,7 @@ def hub_offline_reason() -> str | None:
     return None
 
 
-def _go_offline() -> None:
+def go_offline() -> None:
     """Offline mode for the Hugging Face libraries in this process, so a hub call reads the
     local cache or fails at once. Both read the variable once, at import: one already imported
     is told through its module constant as well."""
@@ -220,7 +221,7 @@ def _hub_dataset(datasets, source: str, config, split: str, cache_dir):
     if offline is None:
         return datasets.load_dataset(source, config, split=split, streaming=True,
                                      cache_dir=cache_dir)
-    _go_offline()
+    go_offline()
     try:
         return datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
     except Exception as exc:    # offline, every failure means the same: not in the cache
