@@ -172,9 +172,9 @@ def _checked_arguments(name: str, factory: Callable, kwargs: dict) -> dict:
             out[key] = str(value)
             continue
         default = signature.parameters[key].default
-        shown = "" if default is inspect.Parameter.empty else f"; default {default!r}"
+        shown = "" if default is inspect.Parameter.empty else f"; its default is {default!r}"
         raise EnvArgumentError(f"environment {name!r}: argument {key} expects {_accepted(hint)}"
-                               f"{shown}, got {value!r} ({type(value).__name__})")
+                               f", got {value!r} ({type(value).__name__}){shown}")
     return out
 
 

@@ -27,11 +27,11 @@ def test_unknown_name_suggests_the_closest_names_not_all_of_them():
 
 @pytest.mark.parametrize("name, kwargs, message", [
     ("arithmetic", {"n_terms": "two"},
-     "environment 'arithmetic': argument n_terms expects int (an integer); default 3, "
-     "got 'two' (str)"),
+     "environment 'arithmetic': argument n_terms expects int (an integer), got 'two' (str); "
+     "its default is 3"),
     ("tool-arithmetic", {"digits": "four"},
-     "environment 'tool-arithmetic': argument digits expects int (an integer); default 4, "
-     "got 'four' (str)"),
+     "environment 'tool-arithmetic': argument digits expects int (an integer), got 'four' "
+     "(str); its default is 4"),
     ("arithmetic", {"parentheses": "yes"}, "argument parentheses expects bool (true or false)"),
     ("arithmetic", {"test_fraction": [0.2]}, "argument test_fraction expects float (a number)"),
 ])
@@ -50,8 +50,8 @@ def test_plugin_arguments_are_checked_against_their_annotations():
               weights: dict | None = None, label: str = "x", rate: float = 0.5):
         return Environment("typed-plugin", RowSource({"train": TASKS}), [(NumericMatch(), 1.0)])
 
-    with pytest.raises(EnvArgumentError, match=r"argument style expects one of 'chat', 'base'; "
-                                               r"default 'chat', got 'raw' \(str\)"):
+    with pytest.raises(EnvArgumentError, match=r"argument style expects one of 'chat', 'base', "
+                                               r"got 'raw' \(str\); its default is 'chat'"):
         load_env("typed-plugin", style="raw")
     with pytest.raises(EnvArgumentError, match=r"limit expects int \(an integer\) or null"):
         load_env("typed-plugin", limit=2.5)

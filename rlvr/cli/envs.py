@@ -45,8 +45,9 @@ def first_sentence(doc: str) -> str:
 def cmd_show(args) -> int:
     try:
         env = load_env(args.name, **parse_kv(args.env_arg))
-    except EnvArgumentError as exc:
-        raise UsageError(f"{exc}; pass factory arguments with --env-arg KEY=VALUE") from None
+    except EnvArgumentError as exc:     # say how to pass arguments if none were passed
+        hint = "" if args.env_arg else "; pass factory arguments with --env-arg KEY=VALUE"
+        raise UsageError(f"{exc}{hint}") from None
     except ValueError as exc:       # the factory's own check of a value
         raise UsageError(f"environment {args.name!r}: {exc}") from None
     info = env.describe()
