@@ -197,3 +197,12 @@ def test_a_hub_name_without_the_network_is_one_quick_line(tmp_path, monkeypatch,
         assert time.monotonic() - start < 15
     finally:
         rows.hub_offline_reason.cache_clear()
+
+
+def test_make_prefs_from_an_empty_file_says_0_rows(tmp_path, capsys):
+    empty = tmp_path / "completions.jsonl"
+    empty.write_text("\n")
+    code = main(["make-prefs", "--env", "arithmetic", "--completions", str(empty),
+                 "-o", str(tmp_path / "prefs.jsonl")])
+    _one_usage_line(code, capsys.readouterr().err, "0 rows, nothing to pair")
+    assert not (tmp_path / "prefs.jsonl").exists()
