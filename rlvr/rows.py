@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sys
+import urllib.request
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,13 +52,16 @@ class HubUnreachable(UsageError, ConnectionError):
 @lru_cache(maxsize=1)
 def hub_offline_reason() -> str | None:
     """Why the Hugging Face Hub cannot be reached, or None when it can: offline mode set by the
-    user, or no connection to its host (HF_ENDPOINT's) within 3 s -- a name that does not
-    resolve fails at once. Asked once per process, before a load that would otherwise retry
+    user, or no connection to its host (HF_ENDPOINT's, or the proxy's for it) within 3 s -- a
+    name that does not resolve fails at once. Asked once per process, before a load that would otherwise retry
     for half a minute."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").upper() in ("1", "ON", "YES", "TRUE"):
             return f"{var} is set"
     url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(url.hostname):   # through the proxy: ask it
+        url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
         socket.create_connection((url.hostname, port), timeout=3).close()

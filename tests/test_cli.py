@@ -179,6 +179,8 @@ def test_a_hub_name_without_the_network_is_one_quick_line(tmp_path, monkeypatch,
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    for var in ("NO_PROXY", "no_proxy"):      # straight to the closed port, whatever the proxy
+        monkeypatch.setenv(var, "127.0.0.1")
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.setenv(var, "")            # restored after the test: going offline sets one
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
