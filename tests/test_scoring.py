@@ -88,7 +88,9 @@ def test_malformed_rows_become_error_rows_with_line_numbers(tmp_path, capsys):
                           "messages, got int")
     assert reasons[3] == "line 4: expected a JSON object, got list"
     assert "line 5: row has neither 'answer' (gold answer) nor 'id' (task id) nor 'prompt'" == reasons[4]
-    assert reasons[5].startswith("line 6: bad arithmetic task id 'arithmetic/bogus'")
+    assert reasons[5].startswith("line 6: no gold answer: the row has no `answer` field (name "
+                                 "the field that holds it with --answer-field) and bad "
+                                 "arithmetic task id 'arithmetic/bogus'")
     assert got[1]["raw"] == "{not json"
     assert "error=5" in capsys.readouterr().out
 
