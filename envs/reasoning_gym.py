@@ -24,6 +24,7 @@ list is behind the installed version.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import Iterator
 from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.splits import hash_split
+from rlvr.usage import require_extra
 from rlvr.verifiers.parser import ThinkParser, answer_tag
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
@@ -44,12 +46,7 @@ __all__ = ["DATASETS", "ENV_NAMES", "ReasoningGymSource", "ReasoningGymReward",
 
 
 def _require():
-    try:
-        import reasoning_gym
-    except ImportError as exc:
-        raise ModuleNotFoundError("reasoning-gym environments need the library: "
-                                  "pip install 'rlvr[reasoning-gym]'") from exc
-    return reasoning_gym
+    return require_extra("reasoning_gym", "reasoning-gym", "reasoning-gym environments")
 
 
 @lru_cache(maxsize=32)
@@ -58,8 +55,10 @@ def _dataset(name: str, seed: int, size: int, config: str):
     rg = _require()
     from reasoning_gym.factory import DATASETS as installed
     if name not in installed:
-        raise KeyError(f"reasoning-gym has no dataset {name!r}; it has {len(installed)}, e.g. "
-                       f"{', '.join(sorted(installed)[:8])}...")
+        close = difflib.get_close_matches(name, list(installed), n=3)
+        raise ValueError(f"reasoning-gym has no dataset {name!r}; "
+                         + (f"did you mean {', '.join(map(repr, close))}? " if close else "")
+                         + f"it has {len(installed)} (`rlvr envs list` names them)")
     return rg.create_dataset(name, seed=seed, size=size, **json.loads(config))
 
 

@@ -11,16 +11,22 @@ task field a reward declares exists in the tasks -- with errors that say what to
 """
 from __future__ import annotations
 
+import collections.abc
+import difflib
 import importlib
 import inspect
 import re
 import threading
+import types
+import typing
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Callable
 
 from rlvr.core import FAILED_STATUSES, Task
 from rlvr.pool import Factory
 from rlvr.pooled_reward import PooledReward
+from rlvr.usage import UsageError
 
 from .base import Environment
 
@@ -36,12 +42,14 @@ class EnvContractError(ValueError):
     """An environment broke the registry's contract; the message says what to fix."""
 
 
-class EnvArgumentError(TypeError):
-    """A missing or unknown argument for an environment factory; the message lists the
-    arguments the factory takes."""
+class EnvArgumentError(TypeError, UsageError):
+    """A missing, unknown or mistyped argument for an environment factory; the message names
+    the argument and what it takes. A UsageError too, so every command reports it in one line."""
 
 
-class UnknownEnvError(KeyError):
+class UnknownEnvError(KeyError, UsageError):
+    """A name nothing registered; the message suggests the closest registered names."""
+
     def __str__(self):
         return str(self.args[0])
 
@@ -113,28 +121,114 @@ def _entry(name: str) -> _Entry:
     if name not in _registry:    # registered already (its module was imported): no discovery
         _discover()
     if name not in _registry:
-        raise UnknownEnvError(f"unknown environment {name!r}; registered: "
-                              f"{', '.join(sorted(_registry)) or '(none)'}")
+        raise UnknownEnvError(_unknown_message(name, sorted(_registry)))
     return _registry[name]
+
+
+def _unknown_message(name: str, names: list[str]) -> str:
+    """The closest registered names (not all of them: there are over a hundred), where to see
+    the rest, and how a module of the user's own gets its environments registered."""
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    quoted = list(map(repr, close))
+    hint = f"did you mean {' or '.join(filter(None, [', '.join(quoted[:-1]), quoted[-1]]))}? " \
+        if close else ""
+    return (f"unknown environment {name!r}; {hint}`rlvr envs list` shows all {len(names)}; "
+            "environments of your own register when their module is imported "
+            "(`--import MODULE` on the command line)")
 
 
 def load_env(name: str, *, check: bool = True, **kwargs: Any):
     """Build the environment registered as `name` with `kwargs`, contract-checked."""
     entry = _entry(name)
-    signature = inspect.signature(entry.factory)
-    try:   # check the arguments first, so a TypeError raised inside the factory stays its own
-        signature.bind(**kwargs)
-    except TypeError as exc:
-        params = ", ".join(signature.parameters)
-        raise EnvArgumentError(f"environment {name!r}: {exc}; its factory takes ({params})") \
-            from None
-    env = entry.factory(**kwargs)
+    env = entry.factory(**_checked_arguments(name, entry.factory, kwargs))
     if not isinstance(env, Environment):
         raise EnvContractError(f"environment {name!r}: factory {_qualname(entry.factory)} "
                                f"returned {type(env).__name__}, not an rlvr Environment")
     if check:
         check_env(env)
     return env
+
+
+def _checked_arguments(name: str, factory: Callable, kwargs: dict) -> dict:
+    """`kwargs` checked against the factory's signature and annotated types before the call,
+    so a mistake is one EnvArgumentError naming the argument, the type it expects and the
+    values it accepts -- not a TypeError from deep inside the environment. An int given where
+    only a string fits becomes that string (`--env-arg split=2024`); unannotated parameters
+    and types other than the JSON-like ones are left to the factory."""
+    signature = inspect.signature(factory)
+    try:
+        signature.bind(**kwargs)
+    except TypeError as exc:
+        params = ", ".join(signature.parameters)
+        raise EnvArgumentError(f"environment {name!r}: {exc}; its factory takes ({params})") \
+            from None
+    hints = _type_hints(factory)
+    out = dict(kwargs)
+    for key, value in kwargs.items():
+        hint = hints.get(key)
+        if hint is None or _fits(value, hint):
+            continue
+        if type(value) is int and _fits(str(value), hint):
+            out[key] = str(value)
+            continue
+        default = signature.parameters[key].default
+        shown = "" if default is inspect.Parameter.empty else f"; its default is {default!r}"
+        raise EnvArgumentError(f"environment {name!r}: argument {key} expects {_accepted(hint)}"
+                               f", got {value!r} ({type(value).__name__}){shown}")
+    return out
+
+
+def _type_hints(factory: Callable) -> dict:
+    """The factory's resolved annotations; none when they cannot be resolved."""
+    try:
+        return typing.get_type_hints(factory)
+    except Exception:     # a forward reference the factory's module cannot resolve at runtime
+        return {}
+
+
+def _alternatives(hint) -> tuple | None:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return typing.get_args(hint)
+    return None
+
+
+def _fits(value, hint) -> bool:
+    """Whether `value` fits annotation `hint`; True for types this check does not know."""
+    if (options := _alternatives(hint)) is not None:
+        return any(_fits(value, h) for h in options)
+    if typing.get_origin(hint) is typing.Literal:
+        return value in typing.get_args(hint)
+    base = typing.get_origin(hint) or hint
+    if hint is type(None):
+        return value is None
+    if base is bool:
+        return isinstance(value, bool)
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base is str:
+        return isinstance(value, str)
+    if base in (dict, collections.abc.Mapping):
+        return isinstance(value, dict)
+    if base in (list, tuple):
+        return isinstance(value, (list, tuple))
+    if isinstance(base, type) and issubclass(base, PurePath):
+        return isinstance(value, (str, PurePath))
+    return True
+
+
+def _accepted(hint) -> str:
+    """What an annotation accepts, in words: 'int (an integer)', "one of 'chat', 'base'"."""
+    if (options := _alternatives(hint)) is not None:
+        return " or ".join(_accepted(h) for h in options)
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
+    words = {bool: "bool (true or false)", int: "int (an integer)", float: "float (a number)",
+             str: "str (text)", dict: "dict (a JSON object)", list: "list (a JSON list)",
+             tuple: "list (a JSON list)", type(None): "null"}
+    base = typing.get_origin(hint) or hint
+    return words.get(base, getattr(base, "__name__", str(hint)))
 
 
 def env_info(name: str) -> dict:

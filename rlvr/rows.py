@@ -8,14 +8,23 @@ number otherwise, so error messages and resumption both point at the input.
 from __future__ import annotations
 
 import json
+import os
+import socket
+import sys
+import urllib.request
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator, TextIO
+from urllib.parse import urlsplit
+
+from rlvr.usage import UsageError
 
 __all__ = ["iter_rows", "read_rows", "input_kind", "open_lines", "count_rows", "BadRow",
-           "SUPPORTED"]
+           "SUPPORTED", "bad_json", "has_no_rows", "HubUnreachable", "hub_offline_reason",
+           "go_offline"]
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", "")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -24,10 +33,53 @@ SUPPORTED = ("a JSON-lines file (.jsonl/.json), a Parquet file (.parquet), a dir
              "`datasets`, or a Hugging Face dataset id (org/name)")
 
 
+def bad_json(exc: json.JSONDecodeError) -> str:
+    """A JSON line's parse error in words: 'bad JSON (Unterminated string starting at column
+    9)' -- json's messages that end in 'at' take the column without a second 'at'."""
+    return f"bad JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
+
+
 @dataclass(frozen=True)
 class BadRow:
     """A JSON line that is not JSON: yielded in place of the row, so the caller counts it."""
     reason: str
+
+
+class HubUnreachable(UsageError, ConnectionError):
+    """A hub id that cannot be loaded: the hub cannot be reached and the local cache lacks it."""
+
+
+@lru_cache(maxsize=1)
+def hub_offline_reason() -> str | None:
+    """Why the Hugging Face Hub cannot be reached, or None when it can: offline mode set by the
+    user, or no connection to its host (HF_ENDPOINT's, or the proxy's for it) within 3 s -- a
+    name that does not resolve fails at once. Asked once per process, before a load that would otherwise retry
+    for half a minute."""
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").upper() in ("1", "ON", "YES", "TRUE"):
+            return f"{var} is set"
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(url.hostname):   # through the proxy: ask it
+        url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=3).close()
+    except OSError as exc:
+        return f"{url.hostname}:{port} did not answer: {exc.strerror or exc}"
+    return None
+
+
+def go_offline() -> None:
+    """Offline mode for the Hugging Face libraries in this process, so a hub call reads the
+    local cache or fails at once. Both read the variable once, at import: one already imported
+    is told through its module constant as well."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    for module, names in (("huggingface_hub.constants", ("HF_HUB_OFFLINE",)),
+                          ("datasets.config", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))):
+        for name in names:
+            if module in sys.modules and hasattr(sys.modules[module], name):
+                setattr(sys.modules[module], name, True)
 
 
 def looks_like_hub_id(source: str) -> bool:
@@ -98,7 +150,7 @@ def _jsonl_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
                 try:
                     yield n, json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    yield n, BadRow(f"bad JSON ({exc.msg} at column {exc.colno})")
+                    yield n, BadRow(bad_json(exc))
 
 
 def _is_json_array(path) -> bool:
@@ -136,9 +188,8 @@ def _dataset_rows(source: str, split: str, start_after: int, config: str | None,
     import datasets
     saved = kind == "saved" and any((Path(source) / name).exists()
                                     for name in ("dataset_info.json", "dataset_dict.json"))
-    if kind == "hub":   # streamed, so memory stays flat on large sets
-        ds = datasets.load_dataset(source, config, split=split, streaming=True,
-                                   cache_dir=cache_dir)
+    if kind == "hub":
+        ds = _hub_dataset(datasets, source, config, split, cache_dir)
     elif not saved:     # a local dataset repository (data files plus a loading recipe)
         ds = datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
     else:
@@ -150,6 +201,39 @@ def _dataset_rows(source: str, split: str, start_after: int, config: str | None,
     for n, row in enumerate(ds, start=1):
         if n > start_after:
             yield n, dict(row)
+
+
+def has_no_rows(source: str | Path) -> bool:
+    """True when a local file holds no rows at all (read only up to its first row); False
+    when it has some, and for inputs that cannot tell without loading them (datasets, hub)."""
+    kind = input_kind(source)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+        return pq.ParquetFile(source).metadata.num_rows == 0
+    if kind != "jsonl":
+        return False
+    if _is_json_array(source):
+        return next(_json_array_rows(source, 0), None) is None
+    with open(source, "rb") as f:
+        return not any(raw.strip() for raw in f)
+
+
+def _hub_dataset(datasets, source: str, config, split: str, cache_dir):
+    """A hub dataset, streamed so memory stays flat on large sets; without the network, the
+    cached copy, or one line saying what was tried and to pass a local path instead."""
+    offline = hub_offline_reason()
+    if offline is None:
+        return datasets.load_dataset(source, config, split=split, streaming=True,
+                                     cache_dir=cache_dir)
+    go_offline()
+    try:
+        return datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
+    except Exception as exc:    # offline, every failure means the same: not in the cache
+        raise HubUnreachable(
+            f"{source!r} names a Hugging Face Hub dataset, but the hub cannot be reached "
+            f"({offline}) and the local cache does not hold it ({type(exc).__name__}); pass a "
+            "local path instead: a JSON-lines or Parquet file, or a folder saved by `datasets`"
+        ) from None
 
 
 def count_rows(source: str | Path) -> int | None:

@@ -1,4 +1,5 @@
-"""What every command line shares: exit codes, the usage error, KEY=VALUE parsing, field help.
+"""What every command line shares: exit codes, the usage error, KEY=VALUE parsing, field help,
+the one-line error of an optional dependency that is not installed.
 
 A leaf of the floor layer (imports nothing from rlvr): subcommands in `rlvr.cli`, configs in the
 component folders and their tests all use these without importing the CLI itself.
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
 import inspect
 import json
 from functools import lru_cache
@@ -16,6 +18,22 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_ROW_ERRORS = 0, 1, 2, 3
 
 class UsageError(Exception):
     """Bad usage detected after argument parsing (a missing file, an unknown env...)."""
+
+
+class MissingExtra(UsageError, ModuleNotFoundError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+
+def require_extra(module: str, extra: str, feature: str, alternative: str = ""):
+    """Import optional dependency `module`, or raise MissingExtra: one line naming `feature`,
+    the package it needs and `pip install 'rlvr[extra]'` (or `alternative`)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        state = "is not installed" if exc.name == module else f"does not import ({exc})"
+        raise MissingExtra(f"{feature}: the {module} package {state}; pip install "
+                           f"'rlvr[{extra}]'" + (f" ({alternative})" if alternative else ""),
+                           name=module) from exc
 
 
 def parse_kv(pairs: list[str]) -> dict:

@@ -152,3 +152,41 @@ def test_persistent_errors_and_timeouts_fail_the_task_not_the_answer(tmp_path):
 
 
 
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _eval_cli(url, tmp_path, capsys):
+    from rlvr.cli import main
+    env_args = [x for k, v in ENV.items() for x in ("--env-arg", f"{k}={v}")]
+    code = main(["eval", "--env", "arithmetic", *env_args, "--endpoint", url, "--model", "fake-model", "--tasks", "2", "--k", "1,2",
+                 "--retries", "0", "--no-progress", "-o", str(tmp_path / "r.json")])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_every_task_failing_is_reported_with_its_cause_and_exit_3(tmp_path, capsys):
+    """Nothing listening, or HTTP 500 on every call: the same FAILED line (with the cause) and
+    exit 3 as when some tasks fail -- not a bare 'no tasks to average over'."""
+    code, out, err = _eval_cli(f"http://127.0.0.1:{_free_port()}/v1", tmp_path / "a", capsys)
+    assert code == 3, err
+    assert "FAILED: 2 tasks could not be sampled" in out and "Connection refused" in out
+    with FakeServer() as srv:
+        srv.fail_always.update(_exprs(2))
+        code, out, err = _eval_cli(srv.url, tmp_path / "b", capsys)
+    assert code == 3, err
+    assert "FAILED: 2 tasks could not be sampled" in out and "InternalServerError" in out
+
+
+def test_the_console_says_n_a_for_unknown_lengths_and_keeps_slow_rates_readable(tmp_path, capsys):
+    with FakeServer() as srv:
+        code, out, err = _eval_cli(srv.url, tmp_path, capsys)
+    assert code == 0, err
+    assert re.search(r"mean length +n/a", out) and "mean length      0.0" not in out
+    from rlvr.trainer.evaluate import EvalResult
+    slow = EvalResult({1: 0.5}, {1: (0.4, 0.6)}, None, None, 4, 4, 5, [2] * 4, list("abcd"),
+                      {"ok": 20}, None, 1.0, seconds=434.2, generated=20)
+    assert "20 completions in 434 s = 0.046/s" in slow.table()

@@ -72,3 +72,62 @@ def test_cli_writes_the_png_and_refuses_bad_input(tmp_path, capsys):
     assert main(["plot", "passk"]) == 2
     assert main(["plot", "passk", str(a), "--names", "x,y"]) == 2
     assert "rlvr eval -o" in capsys.readouterr().err
+
+
+def _with_tasks(path, label, counts, ids, n=16):
+    _result(path, label, counts, n)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "task_ids": ids}))
+    return path
+
+
+def test_results_on_different_tasks_are_compared_on_their_common_tasks(tmp_path, capsys):
+    """a covers t0..t9, b covers t5..t14: both curves are recomputed on t5..t9, and the
+    difference is reported (a: 8 right on t0-t4 and 1 on t5-t9 would otherwise lead)."""
+    a = _with_tasks(tmp_path / "a.json", "a", [8] * 5 + [1] * 5, [f"t{i}" for i in range(10)])
+    b = _with_tasks(tmp_path / "b.json", "b", [4] * 10, [f"t{i}" for i in range(5, 15)])
+    report = plot_passk([a, b], tmp_path / "p.png")
+    assert [c.tasks for c in report.curves] == [5, 5]
+    assert report.curves[0].points.value[0] == pytest.approx(1 / 16)    # t5..t9: 1 of 16 each
+    assert report.curves[1].points.value[0] == pytest.approx(4 / 16)
+    assert report.notes == ["the results cover different tasks (a: 10, b: 10; 5 in common): "
+                            "every curve is drawn on the 5 common tasks (greedy stars left out)"]
+    assert main(["plot", "passk", str(a), str(b), "-o", str(tmp_path / "q.png")]) == 0
+    assert "warning: the results cover different tasks" in capsys.readouterr().err
+    c = _with_tasks(tmp_path / "c.json", "c", [4] * 3, ["x", "y", "z"])
+    assert plot_passk([a, c], tmp_path / "r.png").notes[0].startswith("the results share no task")
+    same = _with_tasks(tmp_path / "d.json", "d", [2] * 10, [f"t{i}" for i in range(10)])
+    assert plot_passk([a, same], tmp_path / "s.png").notes == []
+
+
+def test_markers_at_0_and_1_are_drawn_whole(tmp_path, monkeypatch):
+    """Points at pass@k 0 and 1 (and at k = 1, on the left frame) are not cut by the axes."""
+    import matplotlib.pyplot as plt
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    top = _result(tmp_path / "top.json", "top", [4] * 4, n=4, ks=(1, 2, 4))
+    bottom = _result(tmp_path / "bottom.json", "bottom", [0] * 4, n=4, ks=(1, 2, 4))
+    plot_passk([top, bottom], tmp_path / "p.png")
+    fig = figures[0]
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    cut = []
+    for line in ax.lines:
+        if line.get_marker() in (None, "None", "") or not line.get_clip_on():
+            continue            # a marker drawn without clipping is whole
+        r = line.get_markersize() / 2 * fig.dpi / 72
+        for x, y in line.get_xydata():
+            px, py = ax.transData.transform((x, y))
+            if px - r < ax.bbox.x0 or py - r < ax.bbox.y0 or py + r > ax.bbox.y1:
+                cut.append((line.get_label(), x, y))
+    assert cut == []
+
+
+def test_a_result_where_every_task_failed_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps({"format": "rlvr-eval/1", "pass_at": {}, "pass_at_ci": {},
+                                "correct_counts": [], "samples": 4,
+                                "failed_tasks": {"t0": "boom", "t1": "boom"}}))
+    assert main(["plot", "passk", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no task was sampled (2 failed)" in err and len(err.strip().splitlines()) == 1

@@ -46,8 +46,16 @@ def test_the_generic_env_takes_a_dataset_and_its_config():
                         config={"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1})
     task = env.sample(1, "train")[0]
     assert task.metadata["rg_metadata"]["num_terms"] == 2
-    with pytest.raises(KeyError, match="no dataset 'nope'"):
+    with pytest.raises(ValueError, match="no dataset 'nope'"):
         rlvr.load_env("reasoning-gym", dataset="nope")
+
+
+def test_a_mistyped_dataset_is_one_line_with_the_closest_names(capsys):
+    from rlvr.cli import main
+    assert main(["envs", "show", "reasoning-gym", "--env-arg", "dataset=chainsum"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "reasoning-gym has no dataset 'chainsum'; did you mean 'chain_sum'" in err
 
 
 def test_a_raising_scorer_is_a_counted_error_not_a_zero(monkeypatch):

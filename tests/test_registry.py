@@ -6,17 +6,68 @@ import pytest
 
 import rlvr
 from rlvr import Environment, EnvContractError, RowSource, Task, load_env, register_env, reward
-from rlvr.envs.registry import UnknownEnvError
+from rlvr.envs.registry import EnvArgumentError, UnknownEnvError
+from rlvr.usage import UsageError
 from rlvr.verifiers import NumericMatch
 
 TASKS = [Task(f"q{i}", prompt=f"{i}+1?", answer=str(i + 1)) for i in range(4)]
 
 
-def test_unknown_name_lists_registered():
+def test_unknown_name_suggests_the_closest_names_not_all_of_them():
+    with pytest.raises(UnknownEnvError) as err:
+        load_env("arithmetc")
+    msg = str(err.value)
+    assert msg.startswith("unknown environment 'arithmetc'; did you mean 'arithmetic'")
+    assert "`rlvr envs list` shows all" in msg and "--import MODULE" in msg
+    assert "reasoning-gym/" not in msg and len(msg) < 300     # not the 100+ registered names
     with pytest.raises(UnknownEnvError) as err:
         load_env("no-such-env")
-    assert "unknown environment 'no-such-env'" in str(err.value)
-    assert "arithmetic" in str(err.value)
+    assert "did you mean" not in str(err.value)               # nothing close: no guess
+
+
+@pytest.mark.parametrize("name, kwargs, message", [
+    ("arithmetic", {"n_terms": "two"},
+     "environment 'arithmetic': argument n_terms expects int (an integer), got 'two' (str); "
+     "its default is 3"),
+    ("tool-arithmetic", {"digits": "four"},
+     "environment 'tool-arithmetic': argument digits expects int (an integer), got 'four' "
+     "(str); its default is 4"),
+    ("arithmetic", {"parentheses": "yes"}, "argument parentheses expects bool (true or false)"),
+    ("arithmetic", {"test_fraction": [0.2]}, "argument test_fraction expects float (a number)"),
+])
+def test_mistyped_builtin_arguments_are_named_before_the_factory_runs(name, kwargs, message):
+    with pytest.raises(EnvArgumentError) as err:
+        load_env(name, **kwargs)
+    assert message in str(err.value)
+    assert isinstance(err.value, UsageError)        # every command reports it in one line
+
+
+def test_plugin_arguments_are_checked_against_their_annotations():
+    from typing import Literal
+
+    @register_env("typed-plugin", replace=True)
+    def typed(style: Literal["chat", "base"] = "chat", limit: int | None = None,
+              weights: dict | None = None, label: str = "x", rate: float = 0.5):
+        return Environment("typed-plugin", RowSource({"train": TASKS}), [(NumericMatch(), 1.0)])
+
+    with pytest.raises(EnvArgumentError, match=r"argument style expects one of 'chat', 'base', "
+                                               r"got 'raw' \(str\); its default is 'chat'"):
+        load_env("typed-plugin", style="raw")
+    with pytest.raises(EnvArgumentError, match=r"limit expects int \(an integer\) or null"):
+        load_env("typed-plugin", limit=2.5)
+    with pytest.raises(EnvArgumentError, match=r"weights expects dict \(a JSON object\) or null"):
+        load_env("typed-plugin", weights=[1])
+    # what fits passes: an int where a float is expected, None for an optional, a JSON object;
+    # an int where only text fits is that text (`--env-arg label=2024`)
+    seen = {}
+
+    @register_env("typed-plugin-echo", replace=True)
+    def echo(label: str = "x", rate: float = 0.5, limit: int | None = None):
+        seen.update(label=label, rate=rate, limit=limit)
+        return typed()
+
+    load_env("typed-plugin-echo", label=2024, rate=1, limit=None, check=False)
+    assert seen == {"label": "2024", "rate": 1, "limit": None}
 
 
 def test_arithmetic_is_registered_and_passes_contract():

@@ -88,7 +88,9 @@ def test_malformed_rows_become_error_rows_with_line_numbers(tmp_path, capsys):
                           "messages, got int")
     assert reasons[3] == "line 4: expected a JSON object, got list"
     assert "line 5: row has neither 'answer' (gold answer) nor 'id' (task id) nor 'prompt'" == reasons[4]
-    assert reasons[5].startswith("line 6: bad arithmetic task id 'arithmetic/bogus'")
+    assert reasons[5].startswith("line 6: no gold answer: the row has no `answer` field (name "
+                                 "the field that holds it with --answer-field) and bad "
+                                 "arithmetic task id 'arithmetic/bogus'")
     assert got[1]["raw"] == "{not json"
     assert "error=5" in capsys.readouterr().out
 
@@ -361,3 +363,64 @@ def test_chunk_sizes_double_up_to_about_50ms_of_rows_in_whole_batches():
     assert [sizer.next() for _ in range(7)] == [30, 60, 120, 240, 480, 960, 999]
     sizer.observe(rows=1, seconds=10.0)          # slower than the deadline: one batch a chunk
     assert sizer.next() == 3
+
+
+def _score_cli(rows: Path, out: Path, *extra: str) -> int:
+    return cli_main(["score", str(rows), "-o", str(out), "--workers", "0", "--no-progress",
+                     *extra])
+
+
+def test_an_empty_input_says_0_rows_and_exits_2(tmp_path, capsys):
+    rows, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    for text in ("", "\n   \n"):
+        rows.write_text(text)
+        assert _score_cli(rows, out, "--env", "arithmetic") == 2
+        err = capsys.readouterr().err
+        assert "0 rows, nothing to score" in err and len(err.strip().splitlines()) == 1
+        assert not out.exists()                     # nothing written for nothing read
+
+
+@register_env("by-id-rows", replace=True)
+def by_id_rows():
+    """Tasks looked up by id (a RowSource): rows without an answer need a known id."""
+    tasks = [Task(f"q{i}", prompt=f"{i}+1?", answer=str(i + 1)) for i in range(3)]
+    return Environment("by-id-rows", RowSource({"train": tasks}), [(NumericMatch(), 1.0)])
+
+
+def test_failures_are_grouped_by_reason_with_examples_and_capped(tmp_path, capsys):
+    """50 unknown task ids are one group with a few examples (and, since the rows carry no
+    answer, the option that names the gold field); more than 5 reasons end in '+N more'; json's
+    "Invalid control character at" reads "... at column 42", not "at at column"."""
+    rows, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    lines = [json.dumps({"id": f"nope{i}", "completion": "1"}) for i in range(50)]
+    lines += [" " * i + "x" for i in range(6)]             # six bad-JSON columns: six reasons
+    lines.append('{"id": "q0", "completion": "unterminated}')
+    rows.write_text("\n".join(lines) + "\n")
+    assert _score_cli(rows, out, "--env", "by-id-rows") == 3
+    text = capsys.readouterr().out
+    assert ("      50 x error: no gold answer: the row has no `answer` field (name the field that "
+            "holds it with --answer-field) and unknown task id (e.g. 'nope0', 'nope1', 'nope2', "
+            "...)") in text
+    assert "+3 more reasons (3 rows)" in text
+    reasons = [r["reason"] for r in read_out(out)]
+    assert "line 57: bad JSON (Invalid control character at column 42)" in reasons
+    assert not any("at at" in r for r in reasons)
+    # one value shared by every row of a group is shown in place, not as examples
+    summary = ScoreSummary()
+    for line in range(3):
+        summary.add("error", None, 0.0, line, None, f"line {line}: missing field 'completion'")
+    assert summary.to_dict()["top_failures"] == {"error: missing field 'completion'": 3}
+
+
+def test_a_completion_field_holding_lists_of_lists_suggests_the_nested_path(tmp_path, capsys):
+    """lm-evaluation-harness writes `resps: [[text]]`: the error names `resps.0.0`, which works."""
+    rows, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    rows.write_text(json.dumps({"id": "arithmetic/test/0/0", "resps": [["<answer>1</answer>"]]})
+                    + "\n")
+    assert _score_cli(rows, out, "--env", "arithmetic", "--completion-field", "resps") == 3
+    reason = read_out(out)[0]["reason"]
+    assert "got a list of lists" in reason and "--completion-field resps.0.0" in reason
+    out.unlink()
+    Path(str(out) + ".meta.json").unlink()
+    assert _score_cli(rows, out, "--env", "arithmetic", "--completion-field", "resps.0.0") == 0
+    assert read_out(out)[0]["status"] == "ok"

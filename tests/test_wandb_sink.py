@@ -159,3 +159,29 @@ def test_report_to_names_only_known_sinks():
     assert TrainConfig().report_to == ("tensorboard",)
     with pytest.raises(ValueError, match="report_to"):
         TrainConfig(report_to=("tensorboard", "mlflow"))
+
+
+def test_wandb_environment_variables_win_over_rlvrs_defaults(tmp_path, monkeypatch):
+    """WANDB_DIR puts W&B's files there, not in the run folder; WANDB_NAME names the run."""
+    from rlvr.trainer.wandb_sink import WandbSink, init_defaults
+    run, elsewhere = tmp_path / "run", tmp_path / "wandb-files"
+    elsewhere.mkdir()
+    _run_folder(run)
+    monkeypatch.setenv("WANDB_DIR", str(elsewhere))
+    monkeypatch.setenv("WANDB_NAME", "my-name")
+    monkeypatch.chdir(tmp_path)      # W&B's fallback folder, were WANDB_DIR not honoured
+    wandb.teardown()                 # W&B reads its variables once per process, at set-up
+    sink = WandbSink(run, {"steps": 3})
+    sink.log(1, {"reward": 0.1})
+    sink.close(plots=False)
+    assert not (run / "wandb").exists()
+    recs = wandb_records(elsewhere)
+    assert history(recs)[0]["reward"] == 0.1
+    assert next(r.run for r in recs if r.WhichOneof("record_type") == "run").display_name == \
+        "my-name"
+    wandb.teardown()                 # later tests set W&B up without these variables
+    monkeypatch.delenv("WANDB_DIR")
+    monkeypatch.delenv("WANDB_NAME")
+    monkeypatch.delenv("WANDB_PROJECT", raising=False)
+    assert init_defaults(run) == {"dir": str(run), "project": "rlvr", "name": "run",
+                                  "resume": "allow"}

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from rlvr.core import Completion
+from rlvr.usage import require_extra
 
 __all__ = ["EndpointConfig", "EndpointSampler", "EndpointError"]
 
@@ -54,11 +55,7 @@ class EndpointConfig:
 
 
 def _client(cfg: EndpointConfig):
-    try:
-        import openai
-    except ImportError as exc:
-        raise ModuleNotFoundError("--endpoint needs the openai client: "
-                                  "pip install 'rlvr[openai]'") from exc
+    openai = require_extra("openai", "openai", "--endpoint (an OpenAI-compatible server)")
     key = os.environ.get(cfg.api_key_env) or "EMPTY"
     return openai.OpenAI(base_url=cfg.url, api_key=key, max_retries=cfg.retries,
                          timeout=cfg.timeout_s)
@@ -72,9 +69,8 @@ class EndpointSampler:
     """The sampler interface of trainer/evaluate.py over an OpenAI-compatible server."""
 
     def __init__(self, cfg: EndpointConfig):
-        import openai                     # noqa: F401  (fail here, before any task runs)
         self.cfg = cfg
-        self.client = _client(cfg)
+        self.client = _client(cfg)         # fails here, before any task runs
         self.pool = ThreadPoolExecutor(cfg.concurrency, thread_name_prefix="rlvr-endpoint")
 
     def tasks_per_call(self, n: int) -> int:
@@ -123,8 +119,9 @@ class EndpointSampler:
                 resp = self.client.chat.completions.create(messages=prompt, **kw)
                 texts = [(c.message.content or "", c.finish_reason) for c in resp.choices]
         except openai.OpenAIError as exc:
-            raise EndpointError(f"{type(exc).__name__} after {self.cfg.retries} retries: "
-                                f"{exc}") from exc
+            cause = f" ({exc.__cause__})" if exc.__cause__ else ""    # e.g. connection refused
+            raise EndpointError(f"{type(exc).__name__} from {self.cfg.url} after "
+                                f"{self.cfg.retries} retries: {exc}{cause}") from exc
         if len(texts) != n:
             raise EndpointError(f"asked for {n} samples, the server returned {len(texts)} "
                                 "(set n_per_request for servers that cap n)")

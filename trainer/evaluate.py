@@ -137,7 +137,8 @@ class EvalResult:
     correct_counts: list[int]
     task_ids: list[str]
     statuses: dict[str, int]
-    mean_length: float
+    mean_length: float | None
+    """Mean completion length in tokens; None when the sampler does not say (an endpoint)."""
     well_formed_rate: float
     seconds: float
     generated: int
@@ -169,16 +170,25 @@ class EvalResult:
         for k, v in self.pass_at.items():
             lo, hi = self.pass_at_ci[k]
             lines.append(f"{f'pass@{k}':<16}{v:>8.3f}   [{lo:.3f}, {hi:.3f}]")
-        lines.append(f"{'well-formed':<16}{self.well_formed_rate:>8.3f}")
-        lines.append(f"{'mean length':<16}{self.mean_length:>8.1f}")
-        status = ", ".join(f"{s}={c}" for s, c in sorted(self.statuses.items()))
+        formed = f"{self.well_formed_rate:.3f}" if self.sampled_tasks else "n/a"
+        lines.append(f"{'well-formed':<16}{formed:>8}")
+        length = "n/a" if self.mean_length is None else f"{self.mean_length:.1f}"
+        lines.append(f"{'mean length':<16}{length:>8}")
+        status = ", ".join(f"{s}={c}" for s, c in sorted(self.statuses.items())) or "(none)"
         if self.failed_tasks:
             lines.append(f"FAILED: {len(self.failed_tasks)} tasks could not be sampled (left "
                          f"out; rerun to retry), e.g. {next(iter(self.failed_tasks.values()))}")
         return "\n".join(lines) + (
             f"\nstatus: {status}\n(greedy on {self.tasks} tasks; {self.samples} samples on "
             f"{self.sampled_tasks} of them; {self.resumed_tasks} tasks from an earlier run; "
-            f"{self.generated} completions in {self.seconds:.0f} s = {self.samples_per_s:.1f}/s)")
+            f"{self.generated} completions in {_figure(self.seconds)} s = "
+            f"{_figure(self.samples_per_s)}/s)")
+
+
+def _figure(x: float) -> str:
+    """A rate or a duration with two significant figures below 10 ('0.046', '4.3'), whole
+    above ('434'), so a slow endpoint's rate never reads as 0.0."""
+    return f"{x:.0f}" if x >= 10 or x == 0 else f"{x:.2g}"
 
 
 def distinct_tasks(env, split: str, n: int, seed: int = 0, max_draws: int = 50) -> list:
@@ -320,7 +330,7 @@ def _result(recs: list[TaskRecord], cfg: EvalConfig, seconds: float, generated: 
     curve = pass_at_k_curve(counts, cfg.n, ks, cfg.bootstrap, cfg.level, cfg.seed) if counts \
         else None
     greedy, greedy_ci = None, None
-    if cfg.greedy:
+    if cfg.greedy and recs:     # none when every task failed to sample
         g = pass_at_k_curve([int(r.greedy_correct) for r in recs], 1, [1], cfg.bootstrap,
                             cfg.level, cfg.seed)
         greedy, greedy_ci = g.value[0], (g.low[0], g.high[0])
@@ -340,7 +350,8 @@ def _result(recs: list[TaskRecord], cfg: EvalConfig, seconds: float, generated: 
         greedy_pass1=greedy, greedy_pass1_ci=greedy_ci, tasks=len(recs),
         sampled_tasks=len(sampled), samples=cfg.n, correct_counts=counts,
         task_ids=[r.id for r in sampled], statuses=statuses,
-        mean_length=sum(lengths) / max(len(lengths), 1), well_formed_rate=well_formed / max(rows, 1),
+        mean_length=sum(lengths) / len(lengths) if lengths else None,
+        well_formed_rate=well_formed / max(rows, 1),
         seconds=seconds, generated=generated, resumed_tasks=resumed, level=cfg.level,
         label=cfg.label)
 

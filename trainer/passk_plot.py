@@ -7,6 +7,11 @@ at small k, base models may catch up or overtake at large k. Each curve is the u
 a log axis. Where two curves cross, the crossing is marked and printed; a crossing inside
 overlapping bands is marked as such (the data cannot tell the order there).
 
+Curves compare only on the same tasks: when the results cover different task sets (another
+`--tasks`, a run that failed some tasks), every curve is recomputed on the tasks all of them
+share, and the report says so; when they share none, or a file has no per-task counts, the
+curves are drawn as they are, with a note saying why they do not compare.
+
 >>> report = plot_passk(["base.json", "grpo.json"], "passk.png")    # doctest: +SKIP
 >>> report.crossings                                                # doctest: +SKIP
 [Crossing(a='GRPO', b='base', k=23.4, leader_after='base', bands_overlap=True)]
@@ -15,13 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.passk import PassAtK, pass_at_k_curve
 
-__all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "find_crossings", "plot_passk",
-           "run_cli"]
+__all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "on_common_tasks", "find_crossings",
+           "plot_passk", "run_cli"]
 
 
 @dataclass
@@ -32,6 +38,10 @@ class Curve:
     greedy: float | None = None
     tasks: int = 0
     samples: int = 0
+    task_counts: dict | None = None
+    """Correct samples per task id (None when the file does not record them)."""
+    estimator: tuple = (1000, 0.95, 0)
+    """The bootstrap's resamples, level and seed, for recomputing the curve."""
 
 
 @dataclass
@@ -49,6 +59,8 @@ class PassKReport:
     path: Path
     curves: list[Curve]
     crossings: list[Crossing] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Warnings about what the curves compare (different task sets)."""
 
     def summary(self) -> str:
         lines = [f"wrote {self.path}"]
@@ -76,12 +88,16 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
         raise ValueError(f"{path} is not JSON ({exc}); pass files written by `rlvr eval -o`")
     if not isinstance(data, dict) or "pass_at" not in data:
         raise ValueError(f"{path} has no pass@k results; pass files written by `rlvr eval -o`")
+    if not data["pass_at"]:
+        raise ValueError(f"{path} holds no pass@k: no task was sampled ("
+                         f"{len(data.get('failed_tasks') or {})} failed); rerun `rlvr eval`")
     cfg = data.get("config", {})
     name = label or data.get("label") or cfg.get("label") or path.stem
-    n, counts = data.get("samples"), data.get("correct_counts")
+    n, counts, ids = data.get("samples"), data.get("correct_counts"), data.get("task_ids")
+    estimator = (cfg.get("bootstrap", 1000), cfg.get("level", 0.95), cfg.get("seed", 0))
+    task_counts = dict(zip(ids, counts)) if ids and counts and len(ids) == len(counts) else None
     if every_k and counts and n:
-        points = pass_at_k_curve(counts, n, range(1, n + 1), cfg.get("bootstrap", 1000),
-                                 cfg.get("level", 0.95), cfg.get("seed", 0))
+        points = pass_at_k_curve(counts, n, range(1, n + 1), *estimator)
     else:
         ks = sorted(int(key.split("@")[1]) for key in data["pass_at"])
         ci = data.get("pass_at_ci", {})
@@ -89,7 +105,36 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
         points = PassAtK(ks, val, [ci.get(f"pass@{k}", [v, v])[0] for k, v in zip(ks, val)],
                          [ci.get(f"pass@{k}", [v, v])[1] for k, v in zip(ks, val)],
                          len(counts or []), cfg.get("level", 0.95), 0)
-    return Curve(name, points, data.get("greedy_pass1"), data.get("sampled_tasks", 0), n or 0)
+    return Curve(name, points, data.get("greedy_pass1"), data.get("sampled_tasks", 0), n or 0,
+                 task_counts, estimator)
+
+
+def on_common_tasks(curves: list[Curve]) -> tuple[list[Curve], list[str]]:
+    """The curves recomputed on the tasks they all cover, and a note when that changed them
+    (or when they cannot be compared that way)."""
+    if len(curves) < 2:
+        return curves, []
+    missing = [c.label for c in curves if c.task_counts is None]
+    sets = [set(c.task_counts) for c in curves if c.task_counts is not None]
+    if missing:
+        return curves, [f"{', '.join(missing)}: no per-task counts, so the curves cannot be "
+                        "checked for covering the same tasks; drawn as they are"]
+    if all(s == sets[0] for s in sets):
+        return curves, []
+    common = set.intersection(*sets)
+    sizes = ", ".join(f"{c.label}: {len(c.task_counts)}" for c in curves)
+    if not common:
+        return curves, [f"the results share no task ({sizes}): each curve is drawn on its own "
+                        "tasks, and they do not compare"]
+    out = []
+    for c in curves:
+        counts = [c.task_counts[t] for t in c.task_counts if t in common]
+        points = pass_at_k_curve(counts, c.samples, range(1, c.samples + 1), *c.estimator)
+        out.append(Curve(c.label, points, None, len(counts), c.samples,
+                         {t: c.task_counts[t] for t in c.task_counts if t in common},
+                         c.estimator))
+    return out, [f"the results cover different tasks ({sizes}; {len(common)} in common): every "
+                 f"curve is drawn on the {len(common)} common tasks (greedy stars left out)"]
 
 
 def find_crossings(curves: list[Curve]) -> list[Crossing]:
@@ -131,15 +176,18 @@ def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
               for i, r in enumerate(results)]
     if not curves:
         raise ValueError("no results to plot")
+    curves, notes = on_common_tasks(curves)
     crossings = find_crossings(curves)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for c in curves:
         p = c.points
+        # clip_on=False: a marker at pass@k 0 or 1, or at k = 1, is drawn whole on the frame
         line, = ax.plot(p.ks, p.value, marker="o" if len(p.ks) <= 12 else None, ms=4,
-                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})")
+                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})", clip_on=False)
         ax.fill_between(p.ks, p.low, p.high, color=line.get_color(), alpha=0.2, lw=0)
         if c.greedy is not None:
-            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color())
+            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color(),
+                    clip_on=False)
     for x in crossings:
         ax.axvline(x.k, color="0.3", ls="--", lw=1)
         ax.annotate(f"cross k~{x.k:.0f}" + ("\n(bands overlap)" if x.bands_overlap else ""),
@@ -162,7 +210,7 @@ def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
-    return PassKReport(out, curves, crossings)
+    return PassKReport(out, curves, crossings, notes)
 
 
 def run_cli(results: list[Path], out: Path | None, names: str | None,
@@ -179,5 +227,7 @@ def run_cli(results: list[Path], out: Path | None, names: str | None,
         report = plot_passk(results, target, labels, title)
     except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    for note in report.notes:
+        print(f"warning: {note}", file=sys.stderr)
     print(report.summary())
     return 0

@@ -7,9 +7,11 @@ the resolved config as the run config, and at the end `config.json` and the run'
 (trainer/plots.py) as artifacts. Nothing here is imported unless asked for, and W&B is an
 optional dependency: `pip install 'rlvr[wandb]'`.
 
-W&B's own environment variables apply: `WANDB_PROJECT` (default here: "rlvr"), `WANDB_ENTITY`,
-`WANDB_MODE=offline` (no account, no network: the run is written under RUN/wandb and can be
-uploaded later with `wandb sync`), `WANDB_DISABLED`. A resumed rlvr run continues the same W&B
+W&B's own environment variables win over rlvr's defaults: `WANDB_DIR` (default here: the run
+folder, so W&B's files land in RUN/wandb), `WANDB_PROJECT` (default "rlvr"), `WANDB_NAME`
+(default: the run folder's name), `WANDB_RUN_ID`, `WANDB_RESUME` (default "allow"), and those
+rlvr never sets: `WANDB_ENTITY`, `WANDB_MODE=offline` (no account, no network; upload later
+with `wandb sync`), `WANDB_DISABLED`, `WANDB_TAGS`... A resumed rlvr run continues the same W&B
 run: its id is kept in RUN/wandb_run_id.
 
 >>> sink = WandbSink("runs/r1zero", {"lr": 1e-5})      # doctest: +SKIP
@@ -21,6 +23,8 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+
+from rlvr.usage import require_extra
 
 __all__ = ["WandbSink", "REPORT_TO"]
 
@@ -34,19 +38,16 @@ class WandbSink:
     """One W&B run per rlvr run folder (resumed runs continue it)."""
 
     def __init__(self, run_dir: str | Path, config: dict, project: str | None = None):
-        try:
-            import wandb
-        except ImportError as exc:
-            raise ImportError("report_to includes 'wandb', which needs the wandb package: "
-                              "pip install 'rlvr[wandb]' (or drop 'wandb' from report_to)") from exc
+        wandb = require_extra("wandb", "wandb", "report_to = ['wandb']",
+                              "or drop 'wandb' from report_to")
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         id_file = self.dir / _ID_FILE
-        run_id = id_file.read_text().strip() if id_file.exists() else _new_id()
+        run_id = os.environ.get("WANDB_RUN_ID") or (
+            id_file.read_text().strip() if id_file.exists() else _new_id())
         id_file.write_text(run_id)
-        self.run = wandb.init(project=project or os.environ.get("WANDB_PROJECT", "rlvr"),
-                              name=self.dir.name, id=run_id, resume="allow", dir=str(self.dir),
-                              config=config, reinit="create_new")
+        self.run = wandb.init(id=run_id, config=config, reinit="create_new",
+                              **init_defaults(self.dir, project))
 
     def log(self, step: int, metrics: dict, file: str = "metrics.jsonl") -> None:
         """Numbers only (W&B would chart strings as nothing), names as in metrics.jsonl;
@@ -74,6 +75,16 @@ class WandbSink:
             self.run.log_artifact(art)
             self.run.log({f"plots/{p.stem}": wandb.Image(str(p)) for p in pngs})
         self.run.finish()
+
+
+def init_defaults(run_dir: Path, project: str | None = None) -> dict:
+    """rlvr's defaults for `wandb.init`, each left out when its W&B environment variable is
+    set: an argument to `wandb.init` overrides the variable, and the user's setting must win.
+    `project`, when given, wins over both."""
+    defaults = {"WANDB_DIR": ("dir", str(run_dir)), "WANDB_PROJECT": ("project", "rlvr"),
+                "WANDB_NAME": ("name", run_dir.name), "WANDB_RESUME": ("resume", "allow")}
+    out = {arg: value for var, (arg, value) in defaults.items() if not os.environ.get(var)}
+    return {**out, "project": project} if project else out
 
 
 def _plots(run_dir: Path) -> list[Path]:

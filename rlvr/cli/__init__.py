@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from rlvr.usage import EXIT_USAGE, UsageError
 
@@ -24,6 +25,10 @@ _SUBCOMMANDS = [
     "rlvr.cli.export",
 ]
 
+# Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
+# themselves, one level down).
+_TAKES_ENV = ("score", "eval", "train", "make-prefs")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -33,7 +38,37 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _SUBCOMMANDS:
         importlib.import_module(module).add_parser(sub)
+    for name in _TAKES_ENV:
+        add_import_option(sub.choices[name])
     return parser
+
+
+def add_import_option(parser: argparse.ArgumentParser) -> None:
+    """--import MODULE, run by `main` before the subcommand (see `import_user_module`)."""
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="import MODULE first (a module name found from "
+                        "the current directory, or a .py file): the environments it registers "
+                        "with @register_env become available (repeatable)")
+
+
+def import_user_module(spec: str) -> None:
+    """Import a module of the user's that registers environments, as `python -m` would find it
+    (the current directory first) or from a .py file's own folder. Its folder stays on
+    sys.path, so spawned pool workers, which inherit it, import the module again by name."""
+    path = Path(spec)
+    folder, name = (path.resolve().parent, path.stem) if path.suffix == ".py" else \
+        (Path.cwd(), spec)
+    if path.suffix == ".py" and not path.is_file():
+        raise UsageError(f"--import {spec}: no such file")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name not in (name, name.split(".")[0]):
+            raise              # the user's module itself imports something missing
+        raise UsageError(f"--import {spec}: no module named {name!r} in {folder} or on "
+                         "sys.path; give a module name or a path to a .py file") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
+        for module in getattr(args, "imports", []):
+            import_user_module(module)
         return int(args.func(args) or 0)
     except UsageError as exc:
         print(f"rlvr {args.command}: error: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from rlvr.scoring import ScoreConfig, score_file
+from rlvr.scoring.run import empty_input
 from rlvr.usage import EXIT_OK, EXIT_ROW_ERRORS, UsageError, field_docs, parse_kv
 
 from .options import add_config_options, config_kwargs
@@ -67,6 +68,8 @@ def cmd_score(args) -> int:
     except (UnknownEnvError, EnvContractError, FileExistsError, FileNotFoundError,
             EnvArgumentError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    if summary.rows == 0:             # a dataset with no rows (local files are refused earlier)
+        raise UsageError(empty_input(cfg.input))
     print(summary.render())
     print(f"output: {cfg.output}")
     if args.summary_json:

@@ -64,9 +64,12 @@ def _add_make_prefs(sub) -> None:
 def cmd_make_prefs(args) -> int:
     from rlvr.envs.registry import EnvContractError, UnknownEnvError
     from rlvr.trainer.preferences import make_preferences
+    from rlvr.rows import has_no_rows
     if (args.completions is None) == (args.policy is None):
         raise UsageError("give exactly one of --completions FILE or --policy MODEL")
     try:
+        if args.completions is not None and has_no_rows(args.completions):
+            raise ValueError(f"{args.completions}: 0 rows, nothing to pair (the input is empty)")
         cfg = MakePrefsConfig(**config_kwargs(MakePrefsConfig, args,
                                               env_args=parse_kv(args.env_arg)))
         summary = make_preferences(cfg)

@@ -57,8 +57,28 @@ def completion_text(value: Any, name: str) -> str:
         if not turns:
             raise ValueError(f"field {name!r} holds chat messages but no assistant turn")
         return _content_text(turns[-1].get("content"), name)
+    path = _path_to_text(value)
+    hint = f"; its first text is at --completion-field {name}.{path}" if path else ""
     raise ValueError(f"field {name!r} must be a string or a list of chat messages, got "
-                     f"{type(value).__name__}")
+                     f"{_shape(value)}{hint}")
+
+
+def _path_to_text(value: Any, depth: int = 3) -> str | None:
+    """The dotted path to the first string inside nested lists (lm-evaluation-harness keeps
+    its samples as `resps: [[text]]`, so `resps.0.0`), or None."""
+    if depth and isinstance(value, list) and value:
+        if isinstance(value[0], str):
+            return "0"
+        inner = _path_to_text(value[0], depth - 1)
+        return f"0.{inner}" if inner else None
+    return None
+
+
+def _shape(value: Any) -> str:
+    """'a list of lists' / 'a list of str' / 'int': what a field holds, in words."""
+    if isinstance(value, list) and value:
+        return f"a list of {'lists' if isinstance(value[0], list) else type(value[0]).__name__}"
+    return "an empty list" if value == [] else type(value).__name__
 
 
 def _content_text(content: Any, name: str) -> str:

@@ -19,12 +19,13 @@ from rlvr.envs.multiturn import TranscriptError, episode_from_row
 from rlvr.envs.registry import build_env, env_module, load_env
 from rlvr.pool import Factory, WorkerPool, mark_step
 from rlvr.pooled_reward import derive_deadline
-from rlvr.rows import count_rows, input_kind, iter_rows, open_lines
+from rlvr.rows import bad_json, count_rows, has_no_rows, input_kind, iter_rows, open_lines
 
 from .fields import completion_text, get_field, with_fields
-from .summary import UNSCORED, ScoreSummary, add_counts, failure_key, pass_at_k_sample, task_key
+from .summary import (UNSCORED, ScoreSummary, add_counts, add_failure, failure_key,
+                      pass_at_k_sample, task_key)
 
-__all__ = ["ScoreConfig", "score_file", "resolve"]
+__all__ = ["ScoreConfig", "score_file", "resolve", "empty_input"]
 
 
 @dataclass
@@ -254,7 +255,7 @@ def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
                                                 spec.answer_field)
             return row, task, completion, None
         text = completion_text(get_field(view, spec.completion_field), spec.completion_field)
-        task = env.task_from_row(view, spec.id_field, spec.answer_field)
+        task = _task(env, view, spec)
         completion = Completion(text, finish_reason=row.get("finish_reason") or "stop")
     except TranscriptError as exc:      # already names its line
         return row, None, None, Verdict(0.0, ERROR, reason=str(exc))
@@ -264,13 +265,26 @@ def _prepare(env, spec: _RowSpec, line: int, raw) -> tuple:
     return row, task, completion, None
 
 
+def _task(env, view: dict, spec: _RowSpec):
+    """The row's task; when the environment cannot find it and the row carries no gold
+    answer, the error says which option names the gold answer's field."""
+    try:
+        return env.task_from_row(view, spec.id_field, spec.answer_field)
+    except KeyError as exc:
+        if spec.answer_field in view or view.get(spec.id_field) is None:
+            raise
+        message = exc.args[0] if exc.args else exc
+        raise KeyError(f"no gold answer: the row has no `{spec.answer_field}` field (name the "
+                       f"field that holds it with --answer-field) and {message}") from None
+
+
 def _decode(raw, spec: _RowSpec, line: int) -> tuple[dict, str]:
     """Parse and validate one input row; a problem is returned as a message, never raised."""
     if isinstance(raw, str):
         try:
             row = json.loads(raw)
         except json.JSONDecodeError as exc:
-            return {"raw": raw.strip()[:2000]}, f"line {line}: bad JSON ({exc.msg} at column {exc.colno})"
+            return {"raw": raw.strip()[:2000]}, f"line {line}: {bad_json(exc)}"
     else:
         row = raw
     if not isinstance(row, dict):
@@ -291,7 +305,7 @@ class _Scored:
     latencies: array
     slowest: list             # at most 5 (latency, line, id), as in ScoreSummary
     seconds: float = 0.0      # time spent scoring them (sizes the next chunks)
-    failures: dict = field(default_factory=dict)   # "status: reason" -> rows, unscored rows only
+    failures: dict = field(default_factory=dict)   # failure_key -> [rows, examples] (unscored)
     counts: dict = field(default_factory=dict)     # Environment.summary_counts, added up
     task_keys: array = field(default_factory=lambda: array("q"))   # per row (pass@k per task)
     solved: bytes = b""                                             # per row: 1 if correct
@@ -306,6 +320,10 @@ class _Scored:
         counts: dict = {}
         for c in filter(None, row_counts):
             add_counts(counts, c)
+        failures: dict = {}
+        for status, reason in zip(statuses, reasons):
+            if reason is not None:
+                add_failure(failures, *failure_key(status, reason))
         latencies = array("d", latencies)
         # (latency, line) decide the order; lines are unique, so ids are never compared
         slowest = [(lat, line, str(i))
@@ -315,9 +333,7 @@ class _Scored:
         return cls(("\n".join(texts) + "\n").encode("utf-8", "backslashreplace"), len(texts),
                    dict(Counter(statuses)),
                    [x for st, x in zip(statuses, scores) if st not in UNSCORED and x is not None],
-                   latencies, slowest, seconds,
-                   dict(Counter(failure_key(st, r) for st, r in zip(statuses, reasons)
-                                if r is not None)), counts,
+                   latencies, slowest, seconds, failures, counts,
                    *_pass_at_k_columns(samples, ids, lines))
 
 
@@ -348,7 +364,8 @@ def _build_context(env_name: str, env_args: dict, module: str | None, spec: _Row
 def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary:
     """Score `cfg.input` into `cfg.output`; returns the summary (also of resumed rows)."""
     module = env_module(cfg.env)          # an unknown name fails here, before any worker
-    input_kind(cfg.input)                 # so does an input that does not exist or can't be read
+    if has_no_rows(cfg.input):            # so does an input that does not exist, can't be read
+        raise ValueError(empty_input(cfg.input))        # or is empty
     own_pool = pool is None and cfg.workers > 0
     pool = _make_pool(cfg) if own_pool else pool
     bar = scored = None
@@ -375,16 +392,20 @@ def score_file(cfg: ScoreConfig, pool: WorkerPool | None = None) -> ScoreSummary
                 out.write(part.data)
                 out.flush()
                 summary.merge(part)
-                if bar:
+                if bar is not None:
                     bar.update(part.rows)
     finally:
         if scored is not None:
             scored.close()     # lets the chunks in flight finish while the pool still runs
-        if bar:
+        if bar is not None:     # (a bar without a total refuses bool())
             bar.close()
         if own_pool:
             pool.close()
     return summary
+
+
+def empty_input(source: str) -> str:
+    return f"{source}: 0 rows, nothing to score (the input is empty)"
 
 
 def resolve(cfg: ScoreConfig, env) -> ScoreConfig:

@@ -13,18 +13,46 @@ from operator import add
 from rlvr.core import FAILED_STATUSES, OK, STATUSES
 from rlvr.stats import quantile
 
-__all__ = ["ScoreSummary", "UNSCORED", "failure_key", "add_counts"]
+__all__ = ["ScoreSummary", "UNSCORED", "failure_key", "add_failure", "add_counts"]
 
 UNSCORED = FAILED_STATUSES
 """Statuses whose score does not count towards the scored mean (they count as 0 in the
 all-rows mean, and any of them makes `rlvr score` exit 3)."""
 
 _LINE_PREFIX = re.compile(r"^line \d+: ")
+_QUOTED = re.compile(r"(?<!\w)('[^']*'|\"[^\"]*\")(?!\w)")
+_HOLE = "\0"          # where a group's varying value goes in its key
+_SHOWN = 3            # examples shown per failure group
+_TOP = 5              # failure groups shown in the summary
 
 
-def failure_key(status: str, reason: str | None) -> str:
-    """How failed rows are grouped in the summary: status and reason, without the line number."""
-    return f"{status}: {_LINE_PREFIX.sub('', reason or 'no reason')[:200]}"
+def failure_key(status: str, reason: str | None) -> tuple[str, str | None]:
+    """How failed rows are grouped in the summary, and the row's example of its group: status
+    and reason without the line number and without the reason's first quoted value (a task
+    id, a field's value), which is the example -- so fifty unknown task ids are one group."""
+    text = _LINE_PREFIX.sub("", reason or "no reason")[:200]
+    quoted = _QUOTED.search(text)
+    if quoted is None:
+        return f"{status}: {text}", None
+    return f"{status}: {text[:quoted.start()]}{_HOLE}{text[quoted.end():]}", quoted.group(0)
+
+
+def add_failure(groups: dict, key: str, example: str | None, rows: int = 1) -> None:
+    """Count `rows` failed rows into `groups` {key: [rows, distinct examples]}, in place."""
+    group = groups.setdefault(key, [0, []])
+    group[0] += rows
+    if example is not None and example not in group[1] and len(group[1]) <= _SHOWN:
+        group[1].append(example)      # one more than shown: tells one value from several
+
+
+def failure_text(key: str, rows: int, examples: list) -> str:
+    """A group as the summary prints it: its one value in place, or a few examples."""
+    if _HOLE not in key:
+        return key
+    if len(examples) == 1:
+        return key.replace(_HOLE, examples[0])
+    shown = examples[:_SHOWN]
+    return key.replace(_HOLE, f"(e.g. {', '.join(shown)}{', ...' if rows > len(shown) else ''})")
 
 
 def add_counts(total: dict, counts) -> None:
@@ -93,7 +121,7 @@ class ScoreSummary:
     scored: int = 0
     latencies: array = field(default_factory=lambda: array("d"))
     slowest: list = field(default_factory=list)   # min-heap of (latency, line, id)
-    failures: Counter = field(default_factory=Counter)   # failure_key -> rows
+    failures: dict = field(default_factory=dict)   # failure_key -> [rows, examples]
     counts: dict = field(default_factory=dict)   # Environment.summary_counts, added up
     task_keys: array = field(default_factory=lambda: array("q"))   # per row, for pass@k
     solved: bytearray = field(default_factory=bytearray)          # per row, 1 = correct
@@ -107,7 +135,7 @@ class ScoreSummary:
             self.score_sum += score
             self.scored += 1
         elif status in UNSCORED:
-            self.failures[failure_key(status, reason)] += 1
+            add_failure(self.failures, *failure_key(status, reason))
         self.latencies.append(latency)
         _keep_slowest(self.slowest, (latency, line, str(row_id)))
         if sample is not None:
@@ -126,7 +154,10 @@ class ScoreSummary:
         self.solved += part.solved
         for item in part.slowest:
             _keep_slowest(self.slowest, item)
-        self.failures.update(part.failures)
+        for key, (rows, examples) in part.failures.items():
+            add_failure(self.failures, key, None, rows)
+            for example in examples:
+                add_failure(self.failures, key, example, 0)
         add_counts(self.counts, part.counts)
 
     @property
@@ -149,7 +180,7 @@ class ScoreSummary:
         return {"rows": self.rows, "resumed_rows": self.resumed_rows,
                 "mean_score": self.mean_score, "scored_rows": self.scored,
                 "mean_score_all_rows": self.mean_all_rows, "failed_rows": self.error_rows,
-                "top_failures": dict(self.failures.most_common(5)),
+                **self._failures(),
                 "by_status": {s: self.by_status[s] for s in STATUSES if self.by_status[s]},
                 "latency_p50_s": pick(0.5), "latency_p99_s": pick(0.99),
                 "slowest": [{"line": ln, "id": i, "latency_s": lat}
@@ -158,6 +189,14 @@ class ScoreSummary:
                     self.task_keys, bytes(self.solved))) else {}),
                 **({"counts": {k: {"ratio": h / n if n else None, "hits": h, "of": n}
                                for k, (h, n) in self.counts.items()}} if self.counts else {})}
+
+    def _failures(self) -> dict:
+        """The most frequent failure groups as {text: rows}, and how many rows the rest hold."""
+        ranked = sorted(self.failures.items(), key=lambda kv: -kv[1][0])
+        rest = ranked[_TOP:]
+        return {"top_failures": {failure_text(key, n, ex): n for key, (n, ex) in ranked[:_TOP]},
+                **({"other_failures": {"reasons": len(rest), "rows": sum(n for _, (n, _) in rest)}}
+                   if rest else {})}
 
     def render(self) -> str:
         d = self.to_dict()
@@ -181,4 +220,7 @@ class ScoreSummary:
         if d["top_failures"]:
             lines.append("failed rows (not scored), top reasons:")
             lines.extend(f"  {n:>6} x {key}" for key, n in d["top_failures"].items())
+            if "other_failures" in d:
+                other = d["other_failures"]
+                lines.append(f"  +{other['reasons']} more reasons ({other['rows']} rows)")
         return "\n".join(lines)
