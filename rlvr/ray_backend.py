@@ -13,17 +13,14 @@ import threading
 from typing import Callable, Sequence
 
 from .pool import Factory, Outcome, WorkerPool
+from .usage import require_extra
 
 __all__ = ["RayPool", "require_ray"]
 
 
 def require_ray():
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("the Ray backend needs Ray: pip install 'rlvr[ray]' "
-                          "(or pip install ray)") from None
-    return ray
+    """Ray, or one line naming the extra that brings it (MissingExtra, an ImportError)."""
+    return require_extra("ray", "ray", "the Ray reward backend")
 
 
 class _Actor:

@@ -406,6 +406,28 @@ def test_unreachable_hub_id_fails_in_one_line_naming_the_alias(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_hub_model_without_the_network_fails_at_once(tmp_path):
+    # No offline flag, but the hub's host refuses connections: one line naming why, in
+    # seconds, instead of the hub client's half a minute of retries.
+    import time
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": "http://127.0.0.1:9"}
+    env.pop("HF_HUB_OFFLINE", None)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "rlvr", "train", "model=nobody/no-such-model",
+                           f"output_dir={tmp_path / 'run'}", "steps=1", "reward_deadline_s=0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "the hub is unreachable" in proc.stderr and '"smollm2"' in proc.stderr
+    assert time.monotonic() - t0 < 25
+
+
+def test_lora_without_peft_names_the_extra(tiny_model, tmp_path, monkeypatch):
+    from rlvr.usage import MissingExtra
+    monkeypatch.setitem(sys.modules, "peft", None)          # as if not installed
+    with pytest.raises(MissingExtra, match=r"LoRA .*pip install 'rlvr\[lora\]'"):
+        Trainer(config(tiny_model, tmp_path / "l", lora_rank=4))
+
+
 def test_every_new_option_is_in_help_config(capsys):
     from rlvr.cli import main
     assert main(["train", "--help-config"]) == 0

@@ -22,6 +22,7 @@ import os
 from typing import Protocol, runtime_checkable
 
 from rlvr.core import Completion, Task
+from rlvr.usage import require_extra
 
 from .rollout import (Rollout, _hf_generate, _seeded, encode_prompt, eos_ids, generate,
                       sample_continuations)
@@ -98,11 +99,8 @@ class VLLMEngine:
     def __init__(self, model: str, tokenizer, dtype: str = "bfloat16",
                  gpu_memory_utilization: float = 0.3, max_model_len: int = 4096, seed: int = 0):
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        try:
-            import vllm
-        except ImportError as exc:
-            raise ImportError("rollout_engine='vllm' needs vLLM and a CUDA GPU: "
-                              "pip install 'rlvr[vllm]' (or use rollout_engine='hf')") from exc
+        vllm = require_extra("vllm", "vllm", "rollout_engine='vllm' (needs a CUDA GPU)",
+                             "or use rollout_engine='hf'")
         self.vllm, self.tokenizer = vllm, tokenizer
         self.llm = vllm.LLM(model=model, dtype=dtype, seed=seed, enable_prefix_caching=True,
                             gpu_memory_utilization=gpu_memory_utilization,

@@ -12,6 +12,9 @@ import copy
 import torch
 from torch import nn
 
+from rlvr.rows import go_offline, hub_offline_reason
+from rlvr.usage import require_extra
+
 from .hf_adapter import (cache_layer, decoder_layers, layer_index, layer_state,
                          restore_layer_state)
 
@@ -37,12 +40,16 @@ def _from_pretrained(loader, name: str, **kwargs):
     from pathlib import Path
     if Path(name).exists():
         return loader.from_pretrained(name, **kwargs)
+    offline = hub_offline_reason()
+    if offline:         # read the local cache, or fail at once instead of retrying
+        go_offline()
     try:
         return loader.from_pretrained(name, **kwargs)
     except OSError as exc:      # transformers turns hub/network failures into OSError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        why = f"the hub is unreachable: {offline}" if offline else first[:160]
         raise ValueError(f"cannot load model {name!r}: not a local folder and not reachable on "
-                         f"the hub ({first[:160]}); use model = \"smollm2\" (the packaged "
+                         f"the hub ({why}); use model = \"smollm2\" (the packaged "
                          "SmolLM2-135M-Instruct, no hub needed) or a local folder") from None
 
 
@@ -87,11 +94,7 @@ def load_lora(model, adapter_dir: str):
 
 
 def _require_peft():
-    try:
-        import peft
-    except ImportError:
-        raise ImportError("LoRA (lora_rank > 0) needs peft: pip install 'rlvr[lora]'") from None
-    return peft
+    return require_extra("peft", "lora", "LoRA (lora_rank > 0)")
 
 
 class AdaptersOff:
