@@ -445,9 +445,12 @@ def test_agent_refuses_to_supervise_outside_its_own_pid_namespace(monkeypatch):
     spec.loader.exec_module(agent)
     killed = []
     monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append((pid, sig)))
-    monkeypatch.setattr(os, "fork", lambda: pytest.fail("supervise forked outside a namespace"))
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("a program forked outside a namespace"))
     with pytest.raises(agent.NotNamespaceInit):
-        agent.supervise({"limits": {}}, confine=None)
+        agent.Program(confine=None)
+    with pytest.raises(agent.NotNamespaceInit):
+        agent._kill_all()
+    agent.RUNNER["container"] = True       # a container's runner must be PID 1's own child
     with pytest.raises(agent.NotNamespaceInit):
         agent._kill_all()
     assert killed == []

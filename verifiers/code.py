@@ -414,7 +414,7 @@ class CodeReward(BaseReward):
         """
         if res.status in LIMIT_STATUSES:
             return res.reason or res.status
-        peak, cap = res.peak_mb, self.limits.memory_mb
+        peak, cap = res.peak_memory_mb, self.limits.memory_mb
         if peak is not None and peak >= MEMORY_NEAR * cap:
             hit = sorted(i for i, rec in records.items()
                          if str(rec.get("error", "")).startswith("MemoryError"))
