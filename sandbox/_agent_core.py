@@ -313,6 +313,7 @@ def supervise(program, req, stdin_path=None):
     (never raises for anything the program does)."""
     lim = req["limits"]
     pid = program.pid
+    first_pid = _last_pid()
     start = time.monotonic()
     program.start(req, stdin_path)
     streams = [_Stream(r, lim["output_bytes"]) for r in program.fds]
@@ -345,7 +346,21 @@ def supervise(program, req, stdin_path=None):
         time.sleep(0.001)
     while _reap(pid, state):
         time.sleep(0.001)
-    return _result(state, streams, wall, reason)
+    result = _result(state, streams, wall, reason)
+    last_pid = _last_pid()
+    if first_pid is not None and last_pid is not None and last_pid >= first_pid:
+        result["tasks_created"] = last_pid - first_pid
+    return result
+
+
+def _last_pid():
+    """The last PID allocated in this PID namespace: the difference across a run counts the
+    processes and threads it created (one run at a time per namespace). None if unreadable."""
+    try:
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _drain(streams, limit_s=2.0):

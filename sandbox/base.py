@@ -74,6 +74,9 @@ class RunResult:
     truncated: bool = False
     reason: str = ""
     backend: str = ""
+    tasks_created: int | None = None
+    """Processes and threads the run created, as the sandbox counted them (PIDs allocated in its
+    PID namespace while it ran); None where it could not count."""
 
     def __post_init__(self):
         if self.status not in RUN_STATUSES:
@@ -198,7 +201,7 @@ class Sandbox:
         res = RunResult("ok", raw.get("exit_code"), raw.get("signal"),
                         out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), chan,
                         raw["wall_s"], raw.get("cpu_s"), peak_mb, any(raw["truncated"]),
-                        backend=self.backend)
+                        backend=self.backend, tasks_created=raw.get("tasks_created"))
         res.status, res.reason = classify(raw, res, lim)
         return res
 

@@ -34,9 +34,10 @@ DRIVER = Path(__file__).with_name("code_driver.py")
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
 CHECKS = ("eq", "is", "truthy", "falsy", "abs_tol", "seq")
 EQUALITIES = ("typed", "python")
-MEMORY_NEAR = 0.8
-"""A caught `MemoryError` counts as the memory limit only with a measured peak at least this
-fraction of the limit (the address-space limit fires before resident memory reaches it)."""
+NEAR_LIMIT = 0.8
+"""A caught `MemoryError` (refused fork) counts as the memory (process) limit only when the
+sandbox measured at least this fraction of that limit: peak memory (the address-space limit
+fires before resident memory reaches it), processes and threads created."""
 IO_WALL_FACTOR = 10
 """A stdin/stdout suite's run may take up to this many times `limits.wall_s` (one process per
 test, each under `io_timeout_s`)."""
@@ -247,6 +248,11 @@ def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float | Non
     return "" if ok else f"expected {_short(case.output)}, got {_short(actual)}"
 
 
+def _raised(records: dict, error: str) -> list[int]:
+    """The tests whose record says the call raised `error`."""
+    return sorted(i for i, rec in records.items() if str(rec.get("error", "")).startswith(error))
+
+
 def _short(v, n: int = 120) -> str:
     s = repr(v)
     return s if len(s) <= n else s[:n] + "..."
@@ -408,19 +414,24 @@ class CodeReward(BaseReward):
         program's). Never `timeout`/`infra_error`: the program caused it, so it scores 0.
 
         Never read from what a functional test's record says alone: the solution runs in the
-        driver's process and can write any record. A `MemoryError` it reports is the memory
-        limit only when the sandbox measured the program's peak near that limit; otherwise it
-        is one failed test ("raised MemoryError").
+        driver's process and can write any record. A `MemoryError` (a refused fork) it reports
+        is the memory (process) limit only when the sandbox measured the program's peak memory
+        (the processes it created) near that limit; otherwise it is one failed test.
         """
         if res.status in LIMIT_STATUSES:
             return res.reason or res.status
         peak, cap = res.peak_memory_mb, self.limits.memory_mb
-        if peak is not None and peak >= MEMORY_NEAR * cap:
-            hit = sorted(i for i, rec in records.items()
-                         if str(rec.get("error", "")).startswith("MemoryError"))
+        if peak is not None and peak >= NEAR_LIMIT * cap:
+            hit = _raised(records, "MemoryError")
             if hit:
                 return (f"memory limit exceeded: {cap} MB (test {hit[0]}; the sandbox "
                         f"measured a peak of {peak:.0f} MB)")
+        made, most = res.tasks_created, self.limits.processes
+        if made is not None and made >= NEAR_LIMIT * most:
+            hit = _raised(records, "BlockingIOError: [Errno 11]")     # fork/thread refused
+            if hit:
+                return (f"process limit exceeded: more than {most} processes/threads (test "
+                        f"{hit[0]}; the sandbox counted {made} created)")
         slow = sorted(i for i, rec in records.items() if rec.get("timeout"))
         if slow:
             return (f"time limit exceeded after {self.io_timeout_s:.1f} s on test {slow[0]}"
