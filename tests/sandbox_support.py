@@ -36,6 +36,16 @@ def make_sandbox(backend: str, **kwargs):
         raise   # CI sets RLVR_REQUIRE_DOCKER=1: there a missing engine fails the run   # the process backend is the default: its absence is a failure, not a skip
 
 
+@pytest.fixture(scope="module", params=["process", "docker"])
+def one_slot(request):
+    """A sandbox with a single slot (process) or container (docker): every run shares it.
+    Import it into a test module to use it there."""
+    kwargs = {"slots": 1} if request.param == "process" else {"pool_size": 1}
+    sandbox = make_sandbox(request.param, **kwargs)
+    yield sandbox
+    sandbox.close()
+
+
 def sandbox_processes() -> list[str]:
     """Processes on the host owned by a sandbox uid (containment check after a run)."""
     found = []

@@ -16,9 +16,8 @@ import json
 import secrets
 import textwrap
 
-import pytest
 
-from sandbox_support import make_sandbox
+from sandbox_support import one_slot  # noqa: F401 -- the fixture
 
 PREFIX = "rlvr-prev-run-"
 """A marker is PREFIX + 16 hex digits. The thief's source names the prefix only in hex, so the
@@ -86,15 +85,6 @@ def _planter(mark: str, size: int) -> str:
 
 def _thief(own: str, own_b64: str) -> str:
     return THIEF.format(hex_prefix=PREFIX.encode().hex(), own=own, own_b64=own_b64)
-
-
-@pytest.fixture(scope="module", params=["process", "docker"])
-def one_slot(request):
-    """One slot (process) or container (docker): consecutive runs share it."""
-    kwargs = {"slots": 1} if request.param == "process" else {"pool_size": 1}
-    sandbox = make_sandbox(request.param, **kwargs)
-    yield sandbox
-    sandbox.close()
 
 
 SIZES = (64, 3_000, 40_000, 300_000, 1_500_000, 700, 120_000, 9_000)
