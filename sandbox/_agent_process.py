@@ -135,22 +135,20 @@ def _init(cfg, io, cgroups, program):
     if req is None:
         program.cancel()
         return
-    os.write(progress, b"r")                  # a request is taken: it gets an answer
+    os.write(progress, b"r")                  # a request is taken: it gets one answer
     try:
         req["uid"] = cfg["uid"]
         req["nproc_slack"] = 1 if cgroups.has_pids else 0   # the pids cgroup refuses first
         try:
             cgroups.prepare(req["limits"])
         except OSError as exc:
-            program.cancel()
-            send(out_fd, {"infra_error": f"cgroup set-up failed: {exc}"})
-            return
+            raise RuntimeError(f"cgroup set-up failed: {exc}") from exc
         stdin_path = _scratch(req, cfg["uid"])
         result = supervise(program, req, stdin_path)
         result.update(cgroups.report())
-    except BaseException as exc:  # noqa: BLE001 -- an agent failure is an infra error
-        result = {"infra_error": f"sandbox init failed: {exc!r}"}
-    send(out_fd, result)
+    except BaseException as exc:  # noqa: BLE001 -- an agent failure is an infra error; the
+        result = {"infra_error": f"sandbox init failed: {exc!r}"}   # waiting program dies
+    send(out_fd, result)                                            # with the namespace
     os.write(progress, b"s")
 
 

@@ -46,8 +46,16 @@ def one_slot(request):
     sandbox.close()
 
 
-def sandbox_processes() -> list[str]:
-    """Processes on the host owned by a sandbox uid (containment check after a run)."""
+def sandbox_uids(sb) -> set[int]:
+    """The uids this sandbox's slots or containers run programs as (other rlvr processes on a
+    shared machine hold other uids of the same range)."""
+    holders = sb._slots if sb.backend == "process" else list(sb._all)
+    return {h.uid for h in holders}
+
+
+def sandbox_processes(uids=None) -> list[str]:
+    """Processes on the host owned by a sandbox uid -- of `uids` only, when given (containment
+    check after a run)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -58,7 +66,7 @@ def sandbox_processes() -> list[str]:
             continue
         uid_line = next((ln for ln in status.splitlines() if ln.startswith("Uid:")), "")
         uid = int(uid_line.split()[1]) if uid_line else -1
-        if UID_BASE <= uid < UID_BASE + UID_COUNT:
+        if UID_BASE <= uid < UID_BASE + UID_COUNT and (uids is None or uid in uids):
             found.append(f"pid {entry.name} uid {uid}: {status.splitlines()[0]}")
     return found
 

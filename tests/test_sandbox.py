@@ -16,7 +16,8 @@ import pytest
 
 from rlvr.sandbox import Limits, RunResult
 from sandbox_support import (CANARY, ENV_CANARY, TEST_LIMITS, make_sandbox,
-                             sandbox_processes, sandbox_shm_segments)
+                             sandbox_processes, sandbox_shm_segments,
+                             sandbox_uids)
 
 
 @pytest.fixture(scope="module", params=["process", "docker"])
@@ -42,7 +43,7 @@ def run(sb, code, **kw) -> RunResult:
 def assert_contained(sb):
     """Nothing a run started may survive it (allow the kernel a moment to finish reaping)."""
     for _ in range(50):
-        left = sandbox_processes()
+        left = sandbox_processes(sandbox_uids(sb))
         if not left:
             break
         time.sleep(0.05)
