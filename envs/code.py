@@ -114,9 +114,9 @@ class CodeEnvironment(Environment):
 
 
 DECLARED_FLOAT_TOL = 1e-6
-"""The tolerance `code` and `code-stdio` declare for float expected values and float stdout
-tokens (a judge's usual 1e-6); an integer expected value or token always compares exactly.
-HumanEval and MBPP declare none: their checks compare with `==`, and so do their tests."""
+"""The tolerance `code`, `code-stdio` and `code-feedback` declare for float expected values and
+float stdout tokens (a judge's usual 1e-6); an integer expected value or token always compares
+exactly. HumanEval and MBPP declare none: their checks compare with `==`, and so do their tests."""
 
 
 def code_reward(backend: str = "process", all_or_nothing: bool = False, wall_s: float = 10.0,
