@@ -126,6 +126,15 @@ def test_a_forged_memory_error_is_a_failed_test_not_a_limit(sandbox):
     assert "limit exceeded" not in v.reason and "raised MemoryError" in v.reason, v.reason
 
 
+def test_memory_error_on_stderr_is_no_limit_unless_measured(sandbox):
+    """The run's status too: "MemoryError" printed before exit 1 is a crash, not the limit."""
+    forged = sandbox.run("import sys\nsys.stderr.write('MemoryError\\n')\nsys.exit(1)\n")
+    assert forged.status == "runtime_error", (forged.status, forged.reason)
+    bomb = sandbox.run("chunks = []\nwhile True:\n    chunks.append(bytearray(50 << 20))\n",
+                       limits=Limits(wall_s=5, memory_mb=300))
+    assert bomb.status == "memory_limit", (bomb.status, bomb.reason, bomb.peak_memory_mb)
+
+
 def test_a_real_memory_bomb_still_names_the_memory_limit(sandbox):
     limits = Limits(wall_s=4.0, cpu_s=3.0, memory_mb=300)
     bomb = "def add(a, b):\n    x = [bytearray(1 << 20) for _ in range(2000)]\n    return a + b"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rlvr.core import ERROR, INFRA_ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
-from rlvr.sandbox.base import (LIMIT_STATUSES, Limits, RunResult, Sandbox, SandboxUnavailable,
-                               max_run_s)
+from rlvr.sandbox.base import (LIMIT_STATUSES, NEAR_LIMIT, Limits, RunResult, Sandbox,
+                               SandboxUnavailable, max_run_s)
 
 from .code_driver import decode, encode
 from .parser import ThinkParser
@@ -34,10 +34,6 @@ DRIVER = Path(__file__).with_name("code_driver.py")
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
 CHECKS = ("eq", "is", "truthy", "falsy", "abs_tol", "seq")
 EQUALITIES = ("typed", "python")
-NEAR_LIMIT = 0.8
-"""A caught `MemoryError` (refused fork) counts as the memory (process) limit only when the
-sandbox measured at least this fraction of that limit: peak memory (the address-space limit
-fires before resident memory reaches it), processes and threads created."""
 IO_WALL_FACTOR = 10
 """A stdin/stdout suite's run may take up to this many times `limits.wall_s` (one process per
 test, each under `io_timeout_s`)."""
