@@ -24,11 +24,12 @@ PREFIX = "rlvr-prev-run-"
 only whole markers in its memory are the ones planted by runs (its own included)."""
 
 PLANTER = textwrap.dedent('''
-    import sys
+    import os, sys
     MARK = "{mark}"
     kept = [MARK * 4 for _ in range({copies})]   # in this run's heap until it exits
     sys.stdout.write(MARK + "\\n" + "x" * {out_bytes} + "\\n")
     sys.stderr.write(MARK + "\\n")
+    os.write(3, (MARK + "\\n").encode())         # the result channel
     # {padding}
 ''')
 
@@ -98,7 +99,8 @@ def test_no_run_finds_a_previous_runs_text_or_output_in_its_memory(one_slot):
         mark = PREFIX + secrets.token_hex(8)
         res = one_slot.run(_planter(mark, size), stdin=mark + "\n",
                            files={"data.txt": mark * 8})
-        assert res.status == "ok" and mark in res.stdout, (res.status, res.reason, res.stderr)
+        assert res.status == "ok" and mark in res.stdout and mark.encode() in res.channel, \
+            (res.status, res.reason, res.stderr)
         planted.append(mark)
         own, own_b64 = secrets.token_hex(8), secrets.token_hex(8)
         res = one_slot.run(_thief(own, own_b64))
