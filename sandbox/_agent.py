@@ -5,15 +5,21 @@ Standard library only (and libseccomp's bindings): it runs under the system inte
 with an EMPTY environment (bubblewrap-style `--clearenv` would still leave the caller's variables
 readable at /proc/1/environ), so the memory it forks from holds no secrets. Two modes:
 
-- `process`: started on the host as root by `ProcessSandbox`. Per request it forks a child that
-  enters fresh mount, PID, network, IPC and UTS namespaces, builds a private root (tmpfs with the
-  host `/usr` bound read-only, a work dir and /tmp, a minimal /dev), pivots into it and forks the
-  new namespace's PID 1, which runs `supervise`. When PID 1 exits the kernel SIGKILLs everything
-  left in the namespace, so nothing a program starts outlives its run.
-- `docker`: PID 1 of a warm container (`DockerSandbox`); it runs `supervise` itself, then kills
-  every other process in the container and wipes the writable directories before the next run.
+- `process`: started on the host as root by `ProcessSandbox`. Per run it forks a child that
+  enters fresh mount, PID, network, IPC and UTS namespaces (in a private root: tmpfs with the host
+  `/usr` bound read-only, a minimal /dev) and forks the new namespace's PID 1, which forks the
+  program's process, then reads the request, mounts the run's scratch (/work, /tmp) and runs
+  `supervise`. When PID 1 exits the kernel SIGKILLs everything left in the namespace, so nothing
+  a program starts outlives its run.
+- `docker`: PID 1 of a warm container (`DockerSandbox`). Per run it forks a runner that forks the
+  program's process, then reads the request and runs `supervise`, kills every other process in
+  the container and wipes the writable directories before answering.
 
-Either way the program runs as an unprivileged uid with no capabilities, no_new_privs, a fresh
+Either way the launcher / PID 1 never reads a request or a result: the program's process is
+forked before its request is read, from memory that never held another run's program, files,
+stdin or output (a program that scans its own heap finds nothing of its siblings).
+
+In both modes the program runs as an unprivileged uid with no capabilities, no_new_privs, a fresh
 session keyring and a seccomp filter (`_agent_confine`), rlimits on
 CPU, address space, processes, file size, open files and core dumps, and a wall-clock deadline
 that ends in SIGKILL of every process it started. Output streams are read concurrently with a

@@ -88,11 +88,17 @@ def send(fd, obj):
 
 # --------------------------------------------------------------------------- the program
 
-def _child(req, fds, stdin_path, cgroup_fds, confine):
-    """In the forked child: wire the streams, apply limits, drop every privilege, exec."""
+def _child(spec_fd, fds, cgroup_fds, confine):
+    """In the forked child: wait for this run's spec, wire the streams, apply limits, drop every
+    privilege, exec. The spec (argv, limits, uid) is all it ever receives: the program's text
+    and stdin reach it as files in /work, never through this process's memory."""
     try:
+        req = recv(spec_fd)
+        if req is None:             # no run came (the agent is shutting down)
+            os._exit(0)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
+        stdin_path = req.get("stdin_path")
         stdin = os.open(stdin_path, os.O_RDONLY) if stdin_path else os.open("/dev/null", 0)
         os.dup2(stdin, 0)
         for fd in cgroup_fds:          # join the slot's cgroups (pid "0" = the writer itself)
@@ -134,7 +140,8 @@ def _run_warm(script):
     sees: a fresh `__main__`, argv, the sandbox environment, new std streams on fds 0-2, the
     script's directory first on sys.path; at the end, non-daemon threads are joined and atexit
     handlers run, as at a normal interpreter exit. The memory it inherits is the agent's: an
-    interpreter started from an empty environment that never sees a host secret.
+    interpreter started from an empty environment that never sees a host secret, forked
+    (`Program`) before any run's text or output entered it.
     """
     import atexit
     import builtins
@@ -213,13 +220,24 @@ class NotNamespaceInit(RuntimeError):
     """supervise() was called outside a PID namespace of its own."""
 
 
-def _kill_all():
-    """SIGKILL every process this PID 1 may signal (everything else in its PID namespace).
+RUNNER = {"container": False}
+"""Set by the docker agent once it has checked that it is PID 1 of its container: its per-run
+children may then kill every process but PID 1 (they are the container's whole world)."""
 
-    kill(-1) from anything but the PID 1 of a private namespace would hit every process on the
-    host the caller may signal -- so it is refused outright anywhere else.
+
+def _may_kill_all():
+    return os.getpid() == 1 or (RUNNER["container"] and os.getppid() == 1)
+
+
+def _kill_all():
+    """SIGKILL every process this runner may signal: everything in its PID namespace but PID 1
+    and itself.
+
+    kill(-1) from anything but the PID 1 of a private namespace (or, in a container, a child
+    of that PID 1) would hit every process on the host the caller may signal -- so it is
+    refused outright anywhere else.
     """
-    if os.getpid() != 1:
+    if not _may_kill_all():
         raise NotNamespaceInit("refusing kill(-1): not PID 1 of a private PID namespace")
     try:
         os.kill(-1, signal.SIGKILL)
@@ -247,23 +265,58 @@ def _reap(program_pid, state):
             state["status"], state["usage"], state["end"] = status, usage, time.monotonic()
 
 
-def supervise(req, confine, stdin_path=None, cgroup_fds=()):
-    """Run the request's program as PID 1's child; return the result dict (never raises for
-    anything the program does)."""
-    if os.getpid() != 1:     # checked before the program starts, not only at the kill
-        raise NotNamespaceInit("supervise() must run as PID 1 of its own PID namespace")
+class Program:
+    """The process a run's program will become, forked BEFORE its request is read.
+
+    Whatever forks it has never held another run's program, files, stdin or output (the agent
+    reads requests and results only in per-run children that die after the run), so the memory
+    the program inherits holds no other run's bytes: freed heap is never cleared, and a program
+    that scans its own memory must find nothing but the agent and itself. It waits on a pipe
+    for its spec, then `_child` confines it and starts the program.
+    """
+
+    def __init__(self, confine, cgroup_fds=()):
+        if not _may_kill_all():     # checked before the program starts, not only at the kill
+            raise NotNamespaceInit("a program must run as a child of its namespace's PID 1")
+        pipes = [os.pipe() for _ in range(3)]          # stdout, stderr, result channel
+        spec_r, self.spec_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self.spec_w)
+            for r, _ in pipes:
+                os.close(r)
+            _child(spec_r, [os.open("/dev/null", 0)] + [w for _, w in pipes], cgroup_fds,
+                   confine)
+        os.close(spec_r)
+        for _, w in pipes:
+            os.close(w)
+        self.fds = [r for r, _ in pipes]
+
+    def start(self, req, stdin_path=None):
+        """Hand the process its spec: argv, limits, uid -- never the program's text."""
+        spec = {k: req[k] for k in ("argv", "limits", "uid") if k in req}
+        spec.update(warm=bool(req.get("warm")), nproc_slack=req.get("nproc_slack", 0),
+                    stdin_path=stdin_path)
+        send(self.spec_w, spec)
+        os.close(self.spec_w)
+
+    def cancel(self):
+        """No run came: the waiting process reads end-of-file and exits."""
+        os.close(self.spec_w)
+        for fd in self.fds:
+            os.close(fd)
+        os.waitpid(self.pid, 0)
+
+
+def supervise(program, req, stdin_path=None):
+    """Run the request as `program` (a `Program` of this process); return the result dict
+    (never raises for anything the program does)."""
     lim = req["limits"]
-    pipes = [os.pipe() for _ in range(3)]          # stdout, stderr, result channel
+    pid = program.pid
+    first_pid = _last_pid()
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        for r, _ in pipes:
-            os.close(r)
-        _child(req, [os.open("/dev/null", 0)] + [w for _, w in pipes], stdin_path, cgroup_fds,
-               confine)
-    for _, w in pipes:
-        os.close(w)
-    streams = [_Stream(r, lim["output_bytes"]) for r, _ in pipes]
+    program.start(req, stdin_path)
+    streams = [_Stream(r, lim["output_bytes"]) for r in program.fds]
     exited = _pidfd(pid)    # readable the moment the program exits: no polling delay
     state = {"status": None}
     deadline, reason = start + lim["wall_s"], None
@@ -293,7 +346,21 @@ def supervise(req, confine, stdin_path=None, cgroup_fds=()):
         time.sleep(0.001)
     while _reap(pid, state):
         time.sleep(0.001)
-    return _result(state, streams, wall, reason)
+    result = _result(state, streams, wall, reason)
+    last_pid = _last_pid()
+    if first_pid is not None and last_pid is not None and last_pid >= first_pid:
+        result["tasks_created"] = last_pid - first_pid
+    return result
+
+
+def _last_pid():
+    """The last PID allocated in this PID namespace: the difference across a run counts the
+    processes and threads it created (one run at a time per namespace). None if unreadable."""
+    try:
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _drain(streams, limit_s=2.0):

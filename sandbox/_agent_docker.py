@@ -1,14 +1,17 @@
 """The agent's `docker` mode: PID 1 of a warm container, cleaning up between runs.
 
-It runs `supervise` itself, then kills every other process in the container and removes what the
-run left in the writable directories, POSIX message queues and SysV IPC -- as the program's own
-uid, which can always undo what that uid made -- before answering.
+Per run it forks a runner that forks the program's process before reading the request, runs
+`supervise`, then kills every other process in the container and removes what the run left in
+the writable directories, POSIX message queues and SysV IPC -- as the program's own uid, which can
+always undo what that uid made -- before answering. PID 1 never holds a run's bytes.
 """
 import base64
 import os
 import resource
+import time
 
-from _agent_core import _libc, recv, send, supervise
+from _agent_core import (PR_SET_CHILD_SUBREAPER, RUNNER, NotNamespaceInit, Program, _kill_all,
+                         _libc, _reap, prctl, recv, send, supervise)
 from _agent_process import _write_files
 
 WRITABLE = ("/work", "/tmp", "/dev/shm", "/dev/mqueue")
@@ -139,35 +142,78 @@ def _prepare(req):
 
 
 def serve_docker(cfg, in_fd, out_fd, confine):
-    """PID 1 of a warm container: run, kill the rest, clean up, answer.
+    """PID 1 of a warm container: one runner child per run, started before its request exists.
+
+    PID 1 never reads a request or a result: each runner (a subreaper, so the program's
+    orphans are its own) forks the program's process first, then reads its request, runs it,
+    cleans up and answers (`_run_one`). Every program is thus forked from memory that no other
+    run touched. A one-byte progress pipe tells PID 1 whether a runner took a request and
+    answered it; one that died in between gets a retiring `infra_error`.
+    """
+    if os.getpid() != 1:
+        raise NotNamespaceInit("the docker agent must be PID 1 of its container")
+    RUNNER["container"] = True
+    writable = [d for d in WRITABLE if os.path.isdir(d)]
+    while True:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                prctl(PR_SET_CHILD_SUBREAPER, 1)
+                _run_one(Program(confine), (in_fd, out_fd, w), writable)
+            except BaseException as exc:  # noqa: BLE001 -- to the container's log
+                os.write(2, f"rlvr agent: a run failed: {exc!r}\n".encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        while True:                 # PID 1 reaps every orphan until the runner is done
+            if os.waitpid(-1, 0)[0] == pid:
+                break
+        _kill_all()                 # nothing a run started survives its runner
+        while _reap(-1, {}):
+            time.sleep(0.001)
+        progress = os.read(r, 2)
+        os.close(r)
+        if progress == b"r":
+            send(out_fd, {"infra_error": "the sandbox agent's runner died", "retire": True})
+        elif not progress:          # end of input, or a runner that could not even start
+            return
+
+
+def _run_one(program, io, writable):
+    """A runner's one run: read the request, run it, kill the rest, clean up, answer.
 
     A failure before the program ran is the agent's (`infra_error`, and the container is
     retired). Once it has run, whatever the clean-up cannot remove was left by the program: the
     result says so (`left_state`, scored against the program) and the container is retired,
     so the next run still starts clean.
     """
-    writable = [d for d in WRITABLE if os.path.isdir(d)]
-    while True:
-        req = recv(in_fd)
-        if req is None:
-            return
-        try:
-            stdin_path = _prepare(req)
-            oom_before = _oom_kills()
-            result = supervise(req, confine, stdin_path)
-            if oom_before is not None and (_oom_kills() or 0) > oom_before:
-                result["cg_oom"] = True
-            if stdin_path:
-                os.unlink(stdin_path)
-        except BaseException as exc:  # noqa: BLE001 -- the container is now suspect
-            send(out_fd, {"infra_error": f"agent failed: {exc!r}", "retire": True})
-            continue
-        cleaned = _as_sandbox_user(req["uid"], _clean, writable)
-        try:
-            left = _left_behind(writable)
-        except OSError as exc:
-            left = [f"{exc!r}"]
-        if left or not cleaned:
-            result["left_state"] = left or ["the clean-up failed (see the container's log)"]
-            result["retire"] = True
-        send(out_fd, result)
+    in_fd, out_fd, progress = io
+    req = recv(in_fd)
+    if req is None:
+        program.cancel()
+        return
+    os.write(progress, b"r")
+    try:
+        stdin_path = _prepare(req)
+        oom_before = _oom_kills()
+        result = supervise(program, req, stdin_path)
+        if oom_before is not None and (_oom_kills() or 0) > oom_before:
+            result["cg_oom"] = True
+        if stdin_path:
+            os.unlink(stdin_path)
+    except BaseException as exc:  # noqa: BLE001 -- the container is now suspect
+        send(out_fd, {"infra_error": f"agent failed: {exc!r}", "retire": True})
+        os.write(progress, b"s")
+        return
+    cleaned = _as_sandbox_user(req["uid"], _clean, writable)
+    try:
+        left = _left_behind(writable)
+    except OSError as exc:
+        left = [f"{exc!r}"]
+    if left or not cleaned:
+        result["left_state"] = left or ["the clean-up failed (see the container's log)"]
+        result["retire"] = True
+    send(out_fd, result)
+    os.write(progress, b"s")

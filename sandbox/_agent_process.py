@@ -1,10 +1,11 @@
 """The agent's `process` mode: a launcher on the host that builds each run's namespaces.
 
-Per request it forks a child that enters fresh mount, PID, network, IPC and UTS namespaces,
-builds a private root (tmpfs with the host `/usr` bound read-only, a work dir and /tmp, a minimal
-/dev), pivots into it and forks the new namespace's PID 1, which runs `supervise`. When PID 1
-exits the kernel SIGKILLs everything left in the namespace, so nothing a program starts outlives
-its run.
+Per run it forks a child that enters fresh mount, PID, network, IPC and UTS namespaces (in a
+private root built once: tmpfs with the host `/usr` bound read-only, a minimal /dev) and forks the
+new namespace's PID 1. PID 1 forks the program's process, then reads the request, mounts the
+run's scratch (/work, /tmp) and runs `supervise`. The launcher never reads a request or a result,
+so no program inherits memory that held another run. When PID 1 exits the kernel SIGKILLs
+everything left in the namespace, so nothing a program starts outlives its run.
 """
 import base64
 import os
@@ -14,7 +15,7 @@ import time
 from _agent_core import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS,
                          DEVICES, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE,
                          MS_RDONLY, MS_REC, MS_REMOUNT, PR_SET_PDEATHSIG, SYS_PIVOT_ROOT, _check,
-                         _libc, _reap, inode_cap, mount, prctl, recv, send, supervise)
+                         Program, _libc, _reap, inode_cap, mount, prctl, recv, send, supervise)
 
 
 def _write_files(base, files, uid):
@@ -106,27 +107,49 @@ def _scratch(req, uid):
     return None
 
 
-def _namespace_run(req, cfg, out_fd, cgroup_fds, confine):
-    """The per-request child W: new namespaces, a fresh scratch tmpfs, then the namespace's
-    PID 1. Everything it mounted disappears with the namespace."""
+def _namespace_run(cfg, io, cgroups, confine):
+    """The per-run child W: new namespaces, then the namespace's PID 1, which forks the
+    program's process and only then reads the request (`Program`). Everything it mounted
+    disappears with the namespace; what it read dies with it."""
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
                          | CLONE_NEWUTS), "unshare")
-    stdin_path = _scratch(req, cfg["uid"])
     _libc.sethostname(b"sandbox", 7)
     init = os.fork()
     if init == 0:   # PID 1 of the new PID namespace
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)   # W dies -> this init -> the whole namespace
         try:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)   # W dies -> this init -> the whole namespace
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            result = supervise(req, confine, stdin_path, cgroup_fds)
-        except BaseException as exc:  # noqa: BLE001 -- an agent failure is an infra error
-            result = {"infra_error": f"sandbox init failed: {exc!r}"}
-        try:
-            send(out_fd, result)
+            _init(cfg, io, cgroups, Program(confine, cgroups.procs))
+        except BaseException as exc:  # noqa: BLE001 -- to the slot's agent.log
+            os.write(2, f"rlvr sandbox: a run's init failed: {exc!r}\n".encode())
         finally:      # the launcher may be gone (its host was killed): never run on in a fork
             os._exit(0)
     _, status = os.waitpid(init, 0)
     os._exit(0 if status == 0 else 1)
+
+
+def _init(cfg, io, cgroups, program):
+    """PID 1's one run: read the request, build the scratch, run, answer."""
+    in_fd, out_fd, progress = io
+    req = recv(in_fd)
+    if req is None:
+        program.cancel()
+        return
+    os.write(progress, b"r")                  # a request is taken: it gets one answer
+    try:
+        req["uid"] = cfg["uid"]
+        req["nproc_slack"] = 1 if cgroups.has_pids else 0   # the pids cgroup refuses first
+        try:
+            cgroups.prepare(req["limits"])
+        except OSError as exc:
+            raise RuntimeError(f"cgroup set-up failed: {exc}") from exc
+        stdin_path = _scratch(req, cfg["uid"])
+        result = supervise(program, req, stdin_path)
+        result.update(cgroups.report())
+    except BaseException as exc:  # noqa: BLE001 -- an agent failure is an infra error; the
+        result = {"infra_error": f"sandbox init failed: {exc!r}"}   # waiting program dies
+    send(out_fd, result)                                            # with the namespace
+    os.write(progress, b"s")
 
 
 class _Cgroups:
@@ -196,20 +219,17 @@ class _Cgroups:
 
 
 def serve_process(cfg, in_fd, out_fd, confine):
-    """The launcher loop: one request -> one namespace child, waited for and reaped at once."""
+    """The launcher loop: one namespace child per run, started before the run's request exists.
+
+    The launcher itself never reads a request or a result: each run's PID 1 reads its own
+    request from `in_fd` and writes its own result to `out_fd`, so every program process is
+    forked from memory that no other run touched. A one-byte progress pipe tells the launcher
+    whether a run took a request and answered it.
+    """
     cgroups = _Cgroups(cfg)
     _build_template(cfg)
     while True:
-        req = recv(in_fd)
-        if req is None:
-            return
         r, w = os.pipe()
-        req["nproc_slack"] = 1 if cgroups.has_pids else 0   # the pids cgroup refuses first
-        try:
-            cgroups.prepare(req["limits"])
-        except OSError as exc:
-            send(out_fd, {"infra_error": f"cgroup set-up failed: {exc}"})
-            continue
         launcher = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -218,16 +238,18 @@ def serve_process(cfg, in_fd, out_fd, confine):
             if os.getppid() != launcher:
                 os._exit(1)
             try:
-                _namespace_run(req, cfg, w, cgroups.procs, confine)
-            except BaseException as exc:  # noqa: BLE001
-                send(w, {"infra_error": f"sandbox set-up failed: {exc!r}"})
+                _namespace_run(cfg, (in_fd, out_fd, w), cgroups, confine)
+            except BaseException as exc:  # noqa: BLE001 -- to the slot's agent.log
+                os.write(2, f"rlvr sandbox: a run could not start: {exc!r}\n".encode())
             finally:
                 os._exit(1)
         os.close(w)
-        result = recv(r) or {"infra_error": "the sandbox exited without a result"}
-        os.close(r)
         os.waitpid(pid, 0)
         while _reap(-1, {}):        # subreaper: nothing may linger as a zombie
             time.sleep(0.001)
-        result.update(cgroups.report())
-        send(out_fd, result)
+        progress = os.read(r, 2)
+        os.close(r)
+        if progress == b"r":        # took a request and died before answering it
+            send(out_fd, {"infra_error": "the sandbox exited without a result"})
+        elif not progress:          # end of input, or a run that could not even start
+            return

@@ -75,6 +75,9 @@ class RunResult:
     truncated: bool = False
     reason: str = ""
     backend: str = ""
+    tasks_created: int | None = None
+    """Processes and threads the run created, as the sandbox counted them (PIDs allocated in its
+    PID namespace while it ran); None where it could not count."""
 
     def __post_init__(self):
         if self.status not in RUN_STATUSES:
@@ -199,7 +202,7 @@ class Sandbox:
         res = RunResult("ok", raw.get("exit_code"), raw.get("signal"),
                         out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), chan,
                         raw["wall_s"], raw.get("cpu_s"), peak_mb, any(raw["truncated"]),
-                        backend=self.backend)
+                        backend=self.backend, tasks_created=raw.get("tasks_created"))
         res.status, res.reason = classify(raw, res, lim)
         return res
 
@@ -208,9 +211,17 @@ def max_run_s(limits: Limits) -> float:
     return limits.wall_s + RESPONSE_MARGIN_S
 
 
+NEAR_LIMIT = 0.8
+"""What the program writes (stderr, result records) names a limit only when the sandbox measured
+at least this fraction of it: peak memory (the address-space limit fires before resident memory
+reaches it), processes and threads created. A program that merely prints "MemoryError" has hit
+no limit."""
+
+
 def classify(raw: dict, res: RunResult, lim: Limits) -> tuple[str, str]:
     """Decide the run status from what the agent saw (the order matters: causes first). Every
-    reason for a limit names the limit, so a verdict can quote it."""
+    reason for a limit names the limit, so a verdict can quote it; none is read from the
+    program's own words alone (`NEAR_LIMIT`)."""
     sig = res.signal
     if raw.get("reason") == "output_limit":
         return "output_limit", (f"output limit exceeded: a stream passed {lim.output_bytes} "
@@ -227,8 +238,10 @@ def classify(raw: dict, res: RunResult, lim: Limits) -> tuple[str, str]:
     if sig == signal.SIGXCPU or (sig == signal.SIGKILL and res.cpu_s is not None
                                  and res.cpu_s >= lim.cpu_s):
         return "timeout", f"CPU time limit exceeded after {lim.cpu_s:.1f} s"
-    memory_hit = raw.get("cg_oom") or (res.exit_code not in (0, None) and
-                                       "MemoryError" in res.stderr[-2000:])
+    measured_near = (res.peak_memory_mb is not None
+                     and res.peak_memory_mb >= NEAR_LIMIT * lim.memory_mb)
+    memory_hit = raw.get("cg_oom") or (res.exit_code not in (0, None) and measured_near
+                                       and "MemoryError" in res.stderr[-2000:])
     if memory_hit:
         return "memory_limit", f"memory limit exceeded: {lim.memory_mb} MB"
     if sig == signal.SIGXFSZ:

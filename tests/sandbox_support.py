@@ -36,8 +36,26 @@ def make_sandbox(backend: str, **kwargs):
         raise   # CI sets RLVR_REQUIRE_DOCKER=1: there a missing engine fails the run   # the process backend is the default: its absence is a failure, not a skip
 
 
-def sandbox_processes() -> list[str]:
-    """Processes on the host owned by a sandbox uid (containment check after a run)."""
+@pytest.fixture(scope="module", params=["process", "docker"])
+def one_slot(request):
+    """A sandbox with a single slot (process) or container (docker): every run shares it.
+    Import it into a test module to use it there."""
+    kwargs = {"slots": 1} if request.param == "process" else {"pool_size": 1}
+    sandbox = make_sandbox(request.param, **kwargs)
+    yield sandbox
+    sandbox.close()
+
+
+def sandbox_uids(sb) -> set[int]:
+    """The uids this sandbox's slots or containers run programs as (other rlvr processes on a
+    shared machine hold other uids of the same range)."""
+    holders = sb._slots if sb.backend == "process" else list(sb._all)
+    return {h.uid for h in holders}
+
+
+def sandbox_processes(uids=None) -> list[str]:
+    """Processes on the host owned by a sandbox uid -- of `uids` only, when given (containment
+    check after a run)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -48,7 +66,7 @@ def sandbox_processes() -> list[str]:
             continue
         uid_line = next((ln for ln in status.splitlines() if ln.startswith("Uid:")), "")
         uid = int(uid_line.split()[1]) if uid_line else -1
-        if UID_BASE <= uid < UID_BASE + UID_COUNT:
+        if UID_BASE <= uid < UID_BASE + UID_COUNT and (uids is None or uid in uids):
             found.append(f"pid {entry.name} uid {uid}: {status.splitlines()[0]}")
     return found
 

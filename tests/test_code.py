@@ -40,21 +40,21 @@ def test_extract_code_takes_the_last_block_of_the_answer_span():
 
 @pytest.mark.parametrize("expected, actual, same", [
     (1, True, False), (True, 1, False), (True, True, True),        # bool is not a number
-    (1, 1.0, True), (0.1 + 0.2, 0.3, True), (1.0, 1.001, False),   # numbers with tolerance
+    (1, 1.0, True), (0.1 + 0.2, 0.3, True), (1.0, 1.001, False),   # a declared tolerance
     (float("nan"), float("nan"), True), (1e300, math.inf, False),
     ((1, 2), [1, 2], False), ([1, 2], [1, 2], True), ([1, 2], [1, 2, 3], False),
     ({"a": [1]}, {"a": [1]}, True), ({"a": 1}, {"a": 1, "b": 2}, False),
     ("1", 1, False), (None, 0, False), ({1, 2}, {2, 1}, True),
 ])
 def test_compare_values_is_typed(expected, actual, same):
-    assert compare_values(expected, actual) is same
+    assert compare_values(expected, actual, tol=1e-6) is same
 
 
 def test_compare_stdout_checks_every_line():
     assert compare_stdout("1 2\n3\n", "1   2  \n3\n\n")[0]              # whitespace-tolerant
     assert not compare_stdout("1\n2\n3\n", "1\n2\n")[0]                 # truncated: no zip pass
     assert not compare_stdout("1\n", "1\n2\n")[0]                       # extra line
-    assert compare_stdout("0.333333\n", "0.3333333\n")[0]               # float token tolerance
+    assert compare_stdout("0.333333\n", "0.3333333\n", 1e-6)[0]         # a declared tolerance
     assert not compare_stdout("10\n", "10.0000001\n")[0]                # integers are exact
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from rlvr.sandbox import Limits, RunResult
 from sandbox_support import (CANARY, ENV_CANARY, TEST_LIMITS, make_sandbox,
-                             sandbox_processes, sandbox_shm_segments)
+                             sandbox_processes, sandbox_shm_segments,
+                             sandbox_uids)
 
 
 @pytest.fixture(scope="module", params=["process", "docker"])
@@ -42,7 +43,7 @@ def run(sb, code, **kw) -> RunResult:
 def assert_contained(sb):
     """Nothing a run started may survive it (allow the kernel a moment to finish reaping)."""
     for _ in range(50):
-        left = sandbox_processes()
+        left = sandbox_processes(sandbox_uids(sb))
         if not left:
             break
         time.sleep(0.05)
@@ -445,9 +446,12 @@ def test_agent_refuses_to_supervise_outside_its_own_pid_namespace(monkeypatch):
     spec.loader.exec_module(agent)
     killed = []
     monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append((pid, sig)))
-    monkeypatch.setattr(os, "fork", lambda: pytest.fail("supervise forked outside a namespace"))
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("a program forked outside a namespace"))
     with pytest.raises(agent.NotNamespaceInit):
-        agent.supervise({"limits": {}}, confine=None)
+        agent.Program(confine=None)
+    with pytest.raises(agent.NotNamespaceInit):
+        agent._kill_all()
+    agent.RUNNER["container"] = True       # a container's runner must be PID 1's own child
     with pytest.raises(agent.NotNamespaceInit):
         agent._kill_all()
     assert killed == []

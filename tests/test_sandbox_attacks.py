@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.sandbox import Limits
-from sandbox_support import CANARY, make_sandbox, sandbox_processes
+from sandbox_support import CANARY, make_sandbox, one_slot, sandbox_processes  # noqa: F401
 
 
 # Syscall numbers the attack programs use, per architecture (the host test machines are these).
@@ -46,15 +46,6 @@ SYSCALLS = textwrap.dedent('''
         return buf.raw[:max(n, 0)].decode(errors="replace")
 ''')
 KEY_SPEC = {"@s": -3, "@u": -4, "@us": -5}
-
-
-@pytest.fixture(scope="module", params=["process", "docker"])
-def one_slot(request):
-    """A sandbox with a single slot (process) or container (docker): every run shares it."""
-    kwargs = {"slots": 1} if request.param == "process" else {"pool_size": 1}
-    sandbox = make_sandbox(request.param, **kwargs)
-    yield sandbox
-    sandbox.close()
 
 
 def run(sb, code, **kw):

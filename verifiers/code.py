@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rlvr.core import ERROR, INFRA_ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
-from rlvr.sandbox.base import (LIMIT_STATUSES, Limits, RunResult, Sandbox, SandboxUnavailable,
-                               max_run_s)
+from rlvr.sandbox.base import (LIMIT_STATUSES, NEAR_LIMIT, Limits, RunResult, Sandbox,
+                               SandboxUnavailable, max_run_s)
 
 from .code_driver import decode, encode
 from .parser import ThinkParser
@@ -32,7 +32,8 @@ __all__ = ["CodeTests", "TestCase", "CodeReward", "extract_code", "continue_prom
 
 DRIVER = Path(__file__).with_name("code_driver.py")
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
-CHECKS = ("eq", "truthy", "falsy", "abs_tol", "seq")
+CHECKS = ("eq", "is", "truthy", "falsy", "abs_tol", "seq")
+EQUALITIES = ("typed", "python")
 IO_WALL_FACTOR = 10
 """A stdin/stdout suite's run may take up to this many times `limits.wall_s` (one process per
 test, each under `io_timeout_s`)."""
@@ -90,8 +91,9 @@ def _raw_answer(text: str, answer: str, close_tag: str) -> str:
 @dataclass
 class TestCase:
     """One host-owned test. Functional: `input` is the argument list and `output` the expected
-    value, compared by `check` (eq, truthy, falsy, abs_tol, seq). I/O: `input` is the stdin text
-    and `output` the expected stdout."""
+    value, compared by `check` (eq, is, truthy, falsy, abs_tol, seq; `is` for a check written
+    `candidate(a) is True`, where 1 does not pass); `tol` a tolerance this test's own check
+    asks for. I/O: `input` is the stdin text and `output` the expected stdout."""
     __test__ = False      # not a pytest class, despite the name
     input: Any
     output: Any = None
@@ -113,6 +115,9 @@ class CodeTests:
     cases: list[TestCase]
     entry_point: str | None = None
     strict_sequences: bool = False
+    equality: str = "typed"
+    """How `eq` tests compare (`compare_values`): `typed`, rlvr's own, or `python`, the `==`
+    of a benchmark's own check, which the environment mirrors (HumanEval, MBPP)."""
     preamble: str = ""
     """Code placed before the solution (HumanEval's imports and helper functions)."""
     notes: str = ""
@@ -120,6 +125,8 @@ class CodeTests:
     def __post_init__(self):
         if not self.cases:
             raise ValueError("a code task needs at least one test case")
+        if self.equality not in EQUALITIES:
+            raise ValueError(f"unknown equality {self.equality!r}; expected one of {EQUALITIES}")
 
     @classmethod
     def from_rows(cls, tests: Sequence[dict], entry_point: str | None = None) -> "CodeTests":
@@ -143,17 +150,29 @@ class CodeTests:
 
 # --------------------------------------------------------------------------- comparisons
 
-def compare_values(expected, actual, tol: float = 1e-6, strict_sequences: bool = True) -> bool:
-    """Typed equality: bool is never a number, numbers compare with tolerance, containers
-    recursively. Only plain decoded values reach here, so no user `__eq__` ever runs."""
+def compare_values(expected, actual, tol: float | None = None, strict_sequences: bool = True,
+                   equality: str = "typed") -> bool:
+    """Whether a decoded result matches. Only plain decoded values reach here, so no user
+    `__eq__` ever runs.
+
+    `typed` (rlvr's own): `bool` is never a number; an integer expected value compares exactly
+    (5.0 matches 5, 4.999999999 does not); a float one exactly too unless `tol` is given (a
+    tolerance the task or environment declares); containers recursively. `python`: Python's
+    own `==`, for environments that mirror a benchmark whose check compares with `==` (there
+    `1 == True` and `1.0 == 1`, and a tuple never equals a list).
+    """
+    if equality == "python":
+        return expected == actual
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
     numbers = (int, float)
     if isinstance(expected, numbers) and isinstance(actual, numbers):
-        if isinstance(expected, int) and isinstance(actual, int):
+        if isinstance(expected, int):
             return expected == actual
         if math.isnan(expected) or math.isnan(actual):
             return math.isnan(expected) and math.isnan(actual)
+        if tol is None:
+            return expected == actual
         return math.isclose(expected, actual, rel_tol=tol, abs_tol=tol)
     seqs = (list, tuple)
     if isinstance(expected, seqs) and isinstance(actual, seqs):
@@ -169,10 +188,10 @@ def compare_values(expected, actual, tol: float = 1e-6, strict_sequences: bool =
     return expected == actual
 
 
-def _tokens_match(e: str, a: str, tol: float) -> bool:
+def _tokens_match(e: str, a: str, tol: float | None) -> bool:
     if e == a:
         return True
-    if not re.search(r"[.eE]", e):       # integers and words must match exactly
+    if tol is None or not re.search(r"[.eE]", e):    # integers and words must match exactly
         return False
     try:
         return math.isclose(float(e), float(a), rel_tol=tol, abs_tol=tol)
@@ -180,9 +199,11 @@ def _tokens_match(e: str, a: str, tol: float) -> bool:
         return False
 
 
-def compare_stdout(expected: str, actual: str, tol: float = 1e-6) -> tuple[bool, str]:
+def compare_stdout(expected: str, actual: str, tol: float | None = None) -> tuple[bool, str]:
     """Every line compared, whitespace-tolerant; the line counts must agree (trailing blank lines
-    aside), so a truncated output never passes."""
+    aside), so a truncated output never passes. Tokens match exactly, except that with a
+    declared `tol` an expected token written as a float (with `.` or an exponent) matches any
+    number within it."""
     exp = [ln.split() for ln in expected.rstrip().splitlines()]
     got = [ln.split() for ln in actual.rstrip().splitlines()]
     if len(exp) != len(got):
@@ -193,8 +214,9 @@ def compare_stdout(expected: str, actual: str, tol: float = 1e-6) -> tuple[bool,
     return True, ""
 
 
-def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float) -> str:
-    """'' when the case passed, else why not."""
+def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float | None) -> str:
+    """'' when the case passed, else why not. `tol`: the environment's declared tolerance for
+    float expected values (None: exact); a test's own `tol` wins."""
     if tests.entry_point is None:
         if record.get("timeout"):
             return "timed out"
@@ -212,11 +234,19 @@ def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float) -> s
         ok = (isinstance(actual, (int, float)) and not isinstance(actual, bool)
               and abs(actual - case.output) < case.tol)
         return "" if ok else f"expected {_short(case.output)} within {case.tol}, got {_short(actual)}"
+    if case.check == "is":
+        return "" if actual is case.output else f"expected {_short(case.output)}, got {_short(actual)}"
     if case.check == "seq":
         actual = tuple(actual) if isinstance(actual, (list, tuple)) else actual
     strict = tests.strict_sequences and case.check != "seq"
-    ok = compare_values(case.output, actual, case.tol or tol, strict)
+    ok = compare_values(case.output, actual, case.tol if case.tol is not None else tol, strict,
+                        tests.equality)
     return "" if ok else f"expected {_short(case.output)}, got {_short(actual)}"
+
+
+def _raised(records: dict, error: str) -> list[int]:
+    """The tests whose record says the call raised `error`."""
+    return sorted(i for i, rec in records.items() if str(rec.get("error", "")).startswith(error))
 
 
 def _short(v, n: int = 120) -> str:
@@ -258,7 +288,9 @@ class CodeReward(BaseReward):
     backend: str = "process"
     limits: Limits = field(default_factory=lambda: Limits(wall_s=10.0, cpu_s=10.0))
     all_or_nothing: bool = False
-    float_tol: float = 1e-6
+    float_tol: float | None = None
+    """A tolerance for float expected values and float stdout tokens, where the environment
+    declares one; None compares exactly. Integer expected values always compare exactly."""
     io_timeout_s: float = 4.0
     """Per-test limit for stdin/stdout tests (each runs as its own process)."""
     retries: int = 2
@@ -344,7 +376,8 @@ class CodeReward(BaseReward):
         return lim, {"solution.py": source, "tests.json": json.dumps(spec)}
 
     def _grade(self, code: str, tests: CodeTests, res: RunResult) -> Verdict:
-        records, problem = _parse_channel(res.channel, len(tests.cases))
+        records, problem = _parse_channel(res.channel, len(tests.cases),
+                                          functional=tests.entry_point is not None)
         n = len(tests.cases)
         limit = self._limit_passed(res, records)
         if limit:       # the program's own fault: 0, whatever it answered before
@@ -372,17 +405,29 @@ class CodeReward(BaseReward):
 
     def _limit_passed(self, res: RunResult, records: dict) -> str:
         """Why the program is past one of its limits ('' when it is not): the run's time, CPU,
-        memory, output or process limit, state left behind, or a stdin/stdout test's time
-        limit. Never `timeout`/`infra_error`: the program caused it, so it scores 0."""
+        memory, output or process limit or state left behind, as the sandbox measured them, or
+        a stdin/stdout test's time limit (the driver's, in its own process apart from the
+        program's). Never `timeout`/`infra_error`: the program caused it, so it scores 0.
+
+        Never read from what a functional test's record says alone: the solution runs in the
+        driver's process and can write any record. A `MemoryError` (a refused fork) it reports
+        is the memory (process) limit only when the sandbox measured the program's peak memory
+        (the processes it created) near that limit; otherwise it is one failed test.
+        """
         if res.status in LIMIT_STATUSES:
             return res.reason or res.status
-        for i, rec in sorted(records.items()):    # a limit met inside one call, caught there
-            error = str(rec.get("error", ""))
-            if error.startswith("MemoryError"):
-                return f"memory limit exceeded: {self.limits.memory_mb} MB (test {i})"
-            if error.startswith("BlockingIOError: [Errno 11]"):     # fork/thread refused
-                return (f"process limit exceeded: more than {self.limits.processes} "
-                        f"processes/threads (test {i})")
+        peak, cap = res.peak_memory_mb, self.limits.memory_mb
+        if peak is not None and peak >= NEAR_LIMIT * cap:
+            hit = _raised(records, "MemoryError")
+            if hit:
+                return (f"memory limit exceeded: {cap} MB (test {hit[0]}; the sandbox "
+                        f"measured a peak of {peak:.0f} MB)")
+        made, most = res.tasks_created, self.limits.processes
+        if made is not None and made >= NEAR_LIMIT * most:
+            hit = _raised(records, "BlockingIOError: [Errno 11]")     # fork/thread refused
+            if hit:
+                return (f"process limit exceeded: more than {most} processes/threads (test "
+                        f"{hit[0]}; the sandbox counted {made} created)")
         slow = sorted(i for i, rec in records.items() if rec.get("timeout"))
         if slow:
             return (f"time limit exceeded after {self.io_timeout_s:.1f} s on test {slow[0]}"
@@ -399,8 +444,42 @@ class CodeReward(BaseReward):
         return set()
 
 
-def _parse_channel(data: bytes, n: int) -> tuple[dict, str]:
-    """Result records by test index, or a reason the whole channel is rejected."""
+RECORD_SHAPES = {
+    "value": ({"i", "value"}, set()), "error": ({"i", "error"}, set()),
+    "stdout": ({"i", "rc", "stdout"}, {"timeout"}),
+}
+"""The keys a driver record has, by kind: (required, optional). Anything else is malformed."""
+
+
+def _well_formed(rec, functional: bool | None) -> bool:
+    """Exactly one value or error (functional tests) or program output (stdin/stdout tests),
+    with the types the driver writes."""
+    if not isinstance(rec, dict):
+        return False
+    kinds = ("value", "error") if functional else ("stdout",) if functional is False else \
+        ("value", "error", "stdout")
+    kind = next((k for k in kinds if k in rec), None)
+    if kind is None:
+        return False
+    required, optional = RECORD_SHAPES[kind]
+    if not required <= rec.keys() <= required | optional:
+        return False
+    if kind == "value":
+        try:
+            decode(rec["value"])
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            return False
+        return True
+    if kind == "error":
+        return isinstance(rec["error"], str)
+    return (isinstance(rec["stdout"], str) and (rec["rc"] is None or type(rec["rc"]) is int)
+            and rec.get("timeout", True) is True)
+
+
+def _parse_channel(data: bytes, n: int, functional: bool | None = None) -> tuple[dict, str]:
+    """Result records by test index, or a reason the whole channel is rejected: a record that
+    is not exactly one well-formed value, error or output is the program's doing (it can
+    replace the driver's serializer or write to the channel itself), never ours."""
     records: dict[int, dict] = {}
     for k, line in enumerate(data.split(b"\n")):
         if not line.strip():
@@ -409,13 +488,13 @@ def _parse_channel(data: bytes, n: int) -> tuple[dict, str]:
             rec = json.loads(line)
         except (ValueError, RecursionError):
             return {}, f"malformed result record {k}"
-        if not isinstance(rec, dict):
-            return {}, f"malformed result record {k}"
-        if "load_error" in rec:
+        if isinstance(rec, dict) and rec.keys() == {"load_error"}:
             return {}, f"the solution failed to load: {str(rec['load_error'])[:300]}"
-        i = rec.get("i")
+        i = rec.get("i") if isinstance(rec, dict) else None
         if type(i) is not int or not 0 <= i < n:
-            return {}, f"result record {k} names no test ({str(i)[:20]})"
+            return {}, f"malformed result record {k}: it names no test ({str(i)[:20]})"
+        if not _well_formed(rec, functional):
+            return {}, f"malformed result record {k} (test {i}): keys {sorted(rec)[:6]}"
         if i in records:
             return {}, f"test {i} reported twice"
         records[i] = rec

@@ -144,8 +144,16 @@ def run_functions(spec, chan):
         chan.emit(record)
 
 
+def _undumpable():
+    """Make this process's /proc files root's (prctl PR_SET_DUMPABLE 0): a program run as a
+    child under the same uid cannot open /proc/<driver>/fd/3 and write records of its own."""
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+
+
 def run_io(spec, chan):
     """Each stdin in its own interpreter (fresh globals per test), all in this one execution."""
+    _undumpable()
     cap = spec["output_bytes"]
     for i, stdin in enumerate(spec["inputs"]):
         with open(f"/tmp/stdin{i}", "w") as f:

@@ -12,6 +12,11 @@ and every call becomes a test whose expected value is the canonical answer. Such
 listed in `Conversion.method == "traced"` with the statements that forced it -- reported, never
 silently trusted (a correct solution that returns a different valid answer, e.g. another root in
 HumanEval/32, fails a traced test).
+
+The tests compare as the checks do (`CodeTests.equality == "python"`): `==` is Python's own, so
+`1` passes where a check expects `True` and `5.0` where it expects `5`, but nothing passes by
+being close -- a tolerance exists only where the check writes one (`abs(...) < tol`) -- and
+`candidate(a) is True` stays an identity check that `1` fails.
 """
 from __future__ import annotations
 
@@ -68,7 +73,8 @@ def _match(test):
                 if isinstance(op, ast.Is) and not (isinstance(b, ast.Constant)
                                                     and b.value in (True, False, None)):
                     return None
-                return call, "seq" if wrapper else "eq", b, None
+                kind = "seq" if wrapper else "is" if isinstance(op, ast.Is) else "eq"
+                return call, kind, b, None
     if isinstance(op, (ast.Lt, ast.LtE)) and not _mentions_candidate(right):
         # abs(candidate(a) - e) < tol  (also math.fabs, and e - candidate(a))
         if (isinstance(left, ast.Call) and len(left.args) == 1
@@ -155,10 +161,11 @@ def convert_problem(problem: dict) -> Conversion:
         cases.append(TestCase(args, exp, check_kind, tol_value))
     if unconvertible or not cases:
         return Conversion(CodeTests(_traced(problem, ns), problem["entry_point"],
-                                    strict_sequences=True,
+                                    strict_sequences=True, equality="python",
                                     notes="traced from the canonical solution"),
                           "traced", unconvertible)
-    return Conversion(CodeTests(cases, problem["entry_point"], strict_sequences=True), "ast")
+    return Conversion(CodeTests(cases, problem["entry_point"], strict_sequences=True,
+                                equality="python"), "ast")
 
 
 class _ToCandidate(ast.NodeTransformer):
@@ -205,4 +212,4 @@ def convert_asserts(asserts: list[str], reference: str = "") -> tuple[CodeTests,
         cases.append(TestCase(args, tuple(exp) if kind == "seq" else exp, kind, tol_value))
     if not cases:
         raise ValueError(f"none of the {len(asserts)} asserts could be read as tests: {skipped[:3]}")
-    return CodeTests(cases, entry, strict_sequences=True), skipped
+    return CodeTests(cases, entry, strict_sequences=True, equality="python"), skipped
