@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
 __all__ = ["Limits", "RunResult", "Sandbox", "SandboxUnavailable", "RUN_STATUSES", "LANGUAGES",
@@ -253,7 +253,3 @@ def classify(raw: dict, res: RunResult, lim: Limits) -> tuple[str, str]:
     if res.exit_code == 0:
         return "ok", ""
     return "runtime_error", f"exit code {res.exit_code}"
-
-
-def with_limits(limits: Limits, **changes) -> Limits:
-    return replace(limits, **changes)
