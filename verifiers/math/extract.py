@@ -14,6 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from ..parser import boxes
 from .normalize import key, normalize
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
@@ -37,7 +38,6 @@ class Found:
 _TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
 _EMPTY_TAG = re.compile(r"<answer>\s*</answer>")
 _NON_MATH = re.compile(r"[^\x00-\x7Fπ√≤≥≠°²³−×·÷∞€£¥]")
-_BOX = re.compile(r"\\(?:boxed|fbox|framebox)\s*(?:\[[^\]]*\])?\s*")
 _FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|respuesta\s+final|"
                             r"endgültige\s+antwort|resposta\s+final|risposta\s+finale|"
                             r"окончательный\s+ответ", re.I)
@@ -117,36 +117,13 @@ _LIST_CONT = re.compile(r"^\s*(?:,|/|\bor\b|\band\b|&|\bou\b|\bo\b|\boder\b|ил
 _LETTER = re.compile(r"(?<![\w\\])\(?([A-J])\)?(?![\w'])")
 
 
-def _boxes(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, content) of every `\\boxed{}`/`\\fbox{}`, braces matched."""
-    out, i = [], 0
-    while True:
-        m = _BOX.search(text, i)
-        if not m:
-            return out
-        j = m.end()
-        if j < len(text) and text[j] == "{":
-            depth, k = 0, j
-            while k < len(text):
-                c = text[k]
-                if c == "\\" and k + 1 < len(text):
-                    k += 2
-                    continue
-                depth += {"{": 1, "}": -1}.get(c, 0)
-                if depth == 0:
-                    break
-                k += 1
-            if depth == 0:
-                out.append((m.start(), k + 1, text[j + 1:k].strip()))
-                i = k + 1
-                continue
-            raise _Unclosed()               # a box that never closes: a truncated answer
-        tok = re.match(r"[^\s$.,;]+", text[j:])
-        if tok and m.group(0).startswith("\\boxed"):
-            out.append((m.start(), j + tok.end(), tok.group(0)))
-            i = j + tok.end()
-            continue
-        i = m.end()
+def _boxes(text: str) -> list[tuple[int, int, str]] | None:
+    """(start, end, content) of every box (`parser.boxes`); None when the text ends inside one:
+    a truncated answer, which has no final answer."""
+    found = boxes(text)
+    if found and not found[-1].closed:
+        return None
+    return [(b.start, b.end, b.content) for b in found]
 
 
 def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
@@ -321,10 +298,6 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
         or tail[last_num[0]:last_num[1]].strip()
 
 
-class _Unclosed(Exception):
-    pass
-
-
 _JOINER = re.compile(r"\b(?:and|or)\b|,|;")
 
 
@@ -342,14 +315,11 @@ def gold_boxes(text: str) -> list[str]:
     ['1']
     """
     text = text[-MAX_SCAN_CHARS:]
-    try:
-        boxes = _boxes(text)
-    except _Unclosed:
+    found = _boxes(text)
+    if not found:
         return []
-    if not boxes:
-        return []
-    out = [boxes[-1]]
-    for prev in reversed(boxes[:-1]):
+    out = [found[-1]]
+    for prev in reversed(found[:-1]):
         gap = text[prev[1]:out[-1][0]]
         if not (len(gap) < 10 or (len(gap) < 70 and _JOINER.search(gap)
                                   and key(prev[2]) != key(out[-1][2]))):
@@ -372,10 +342,7 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     ('220',)
     """
     text = _EMPTY_TAG.sub(" ", span[-MAX_SCAN_CHARS:])
-    try:
-        return _find(text, mc, text_gold)
-    except _Unclosed:
-        return None
+    return _find(text, mc, text_gold)
 
 
 def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
@@ -393,9 +360,11 @@ def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
         pass
     regions = [text[heading.start():], text] if heading else [text]
     for region in regions:
-        boxes = _boxes(region)
-        if boxes:
-            return Found(tuple(_choose(boxes, region)), "boxed")
+        found = _boxes(region)
+        if found is None:
+            return None                           # the text ends inside a box: truncated
+        if found:
+            return Found(tuple(_choose(found, region)), "boxed")
         statements = _statements(region, mc)
         if statements:
             return Found(tuple(_choose(statements, region)), "statement")
