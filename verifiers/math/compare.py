@@ -136,6 +136,25 @@ def _label(s: str) -> str:
     return re.sub(r"[{}\s]", "", s).casefold()
 
 
+_BARE_NAME = re.compile(r"(?:[a-z]|\\[a-z]+)'*(?:_\w+)?")
+
+
+def _names_differ(gold_label: str, pred_label: str) -> bool:
+    """Do two labels name different things? `a` vs `b`, or a bare variable against a function
+    of it (`|x|`, `f(x)` vs `x`). Longer names are not judged: `y` and `f(x)` may name one
+    function's value, `AB` and `|AB|` one length."""
+    a, b = _label(gold_label), _label(pred_label)
+    if not a or not b or a == b:
+        return False
+    bare_a, bare_b = _BARE_NAME.fullmatch(a), _BARE_NAME.fullmatch(b)
+    if bare_a and bare_b:
+        return True
+    if not (bare_a or bare_b):
+        return False
+    name, other = (a, b) if bare_a else (b, a)
+    return bool(re.search(rf"(?<![a-z\\]){re.escape(name)}(?![a-z])", other))
+
+
 def _dedupe(items: tuple[Item, ...]) -> list[Item]:
     seen, out = set(), []
     for it in items:
@@ -176,6 +195,8 @@ def _one(gold: Answer, pred: Answer, item_eq) -> Decision:
         return Decision(False, "empty answer", "unparsed")
     if len(g_items) == 1 and len(p_items) == 1:
         g, p = g_items[0], p_items[0]
+        if _names_differ(g.label, p.label):
+            return Decision(False, f"names {p.label!r}, gold names {g.label!r}")
         gt, pt = g.text, p.text
         if g.label and not p.label and _equation(pt):      # y = 2x+1 vs 2x - y + 1 = 0
             gt = f"{g.label}={gt}"
@@ -205,6 +226,10 @@ def _one(gold: Answer, pred: Answer, item_eq) -> Decision:
     g_labels = [_label(i.label) for i in g_items]
     p_labels = [_label(i.label) for i in p_items]
     distinct = all(g_labels) and len(set(g_labels)) == len(g_labels)
+    if distinct and all(p_labels):
+        stray = [p for p in p_items if all(_names_differ(g.label, p.label) for g in g_items)]
+        if stray:
+            return Decision(False, f"names {stray[0].label!r}, not one of the gold's")
     if distinct and all(p_labels) and set(p_labels) == set(g_labels):
         by = {lab: it.text for lab, it in zip(p_labels, p_items)}
         r = _all(item_eq(g.text, by[lab]) for lab, g in zip(g_labels, g_items))

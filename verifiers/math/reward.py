@@ -179,6 +179,11 @@ class MathReward(BaseReward):
     a main thread, by the caller elsewhere, e.g. a pool worker's deadline), or 'auto' (inline
     inside an rlvr worker, else pool). A comparison past `deadline_s` is a wrong answer.
 
+    `last_value_if_truncated`: whether a completion cut by the length limit (`finish_reason`
+    'length') that states no answer (no tag, box or answer statement) is still read by the
+    fallback, "the last value written". Off by default: such a completion never finished, and
+    the last number of an interrupted calculation is not an answer (docs/math.md).
+
     >>> from rlvr import Task
     >>> r = MathReward()
     >>> r.score(Task("t", answer="\\frac{1}{2}"), "<think>..</think> so \\boxed{0.5}").score
@@ -189,7 +194,8 @@ class MathReward(BaseReward):
     name, version = "math", VERSION
 
     def __init__(self, parser: ThinkParser | None = None, *, deadline_s: float = 5.0,
-                 symbolic: str = "auto", pool: WorkerPool | None = None, name: str = "math"):
+                 symbolic: str = "auto", pool: WorkerPool | None = None, name: str = "math",
+                 last_value_if_truncated: bool = False):
         if symbolic not in ("auto", "pool", "inline"):
             raise ValueError(f"symbolic must be 'auto', 'pool' or 'inline', got {symbolic!r}")
         if deadline_s <= 0:
@@ -199,6 +205,7 @@ class MathReward(BaseReward):
         self.symbolic = symbolic
         self._pool = pool
         self.name = name
+        self.last_value_if_truncated = last_value_if_truncated
 
     @property
     def max_verify_s(self) -> float:
@@ -229,6 +236,10 @@ class MathReward(BaseReward):
         found = find_final(parsed.answer, mc=bool(gold.letter), text_gold=gold.is_text)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no final answer found")
+        if found.source == "last_value" and completion.finish_reason == "length" \
+                and not self.last_value_if_truncated:
+            return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
+                                                 "answer (no tag, box or answer statement)")
         if gold.letter:
             letters = sorted({x for p in found.parts for x in _mc_letters(p)})
             if not letters:
