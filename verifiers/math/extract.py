@@ -62,8 +62,10 @@ _SENTENCE_END = re.compile(r"\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|s
                            r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
 _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
                        r"|\\\[(.+?)\\\]", re.S)
-_NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+\s+(?=\d+\s*/\s*\d))?(?:\d{1,3}(?:,\d{3})+|\d+)"
-              r"(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*%)?(?!\d)")     # 42, 1,000.5, 3/4, 2 1/4, 5%
+# 42, 1,000.5, 3/4, 2 1/4, 5%; a mixed number's parts share a line ("11" then "5/6" below it
+# are two values)
+_NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+[ \t]+(?=\d+[ \t]*/[ \t]*\d))?"
+              r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:[ \t]*/[ \t]*\d+)?(?:\s*%)?(?!\d)")
 _NUMBER = re.compile(_NUMBER_RE)
 # Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a call or `pi`, widened to the
 # numbers, operators and calls written next to it (normalize.plain_to_latex reads the result).
