@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["Parsed", "ThinkParser", "parse", "Box", "boxes", "last_boxed", "all_boxed",
-           "answer_tag"]
+           "answer_tag", "tag_blocks"]
 
 
 @dataclass(frozen=True)
@@ -193,9 +193,21 @@ def last_boxed(text: str) -> str | None:
     return found[-1] if found else None
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+def tag_blocks(text: str, tag: str = "answer") -> list[tuple[int, int, str]]:
+    """(start, end, content) of every `<tag>...</tag>` block, in order; each block ends at the
+    first close after its open. One pass over the text (a lazy regex would rescan the rest of
+    the text from every open that never closes)."""
+    open_, close = f"<{tag}>", f"</{tag}>"
+    out, i = [], 0
+    while (a := text.find(open_, i)) >= 0:
+        b = text.find(close, a + len(open_))
+        if b < 0:
+            break
+        out.append((a, b + len(close), text[a + len(open_):b]))
+        i = b + len(close)
+    return out
 
 
 def answer_tag(text: str) -> list[str]:
     """Contents of every `<answer>...</answer>` block, stripped."""
-    return [m.strip() for m in _ANSWER_TAG.findall(text)]
+    return [content.strip() for _, _, content in tag_blocks(text)]

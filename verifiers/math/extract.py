@@ -14,13 +14,14 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from ..parser import boxes
-from .normalize import key, normalize
+from ..parser import boxes, tag_blocks
+from .normalize import key, normalize, too_big
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
 MAX_SCAN_CHARS = 200_000      # only the end of a larger answer span is searched
 _MAX_STATEMENTS = 64          # the last this many answer statements are read
+_MAX_CANDIDATES = 64          # ... and boxes or tags (more than that differing is a hedge anyway)
 _FALLBACK_CHARS = 3_000
 
 
@@ -35,7 +36,6 @@ class Found:
         return " | ".join(self.parts)
 
 
-_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
 _EMPTY_TAG = re.compile(r"<answer>\s*</answer>")
 _NON_MATH = re.compile(r"[^\x00-\x7Fπ√≤≥≠°²³−×·÷∞€£¥]")
 _FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|respuesta\s+final|"
@@ -132,19 +132,25 @@ def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
     """Several candidates -> the distinct ones that stand, after self-corrections."""
     if not cands:
         return []
+    cands = cands[-_MAX_CANDIDATES:]
     for k in range(len(cands) - 1, 0, -1):
         gap = text[cands[k - 1][1]:cands[k][0]]
-        if key(normalize(cands[k - 1][2])) != key(normalize(cands[k][2])) \
-                and _CORRECTION.search(gap):
+        if _key(cands[k - 1][2]) != _key(cands[k][2]) and _CORRECTION.search(gap):
             cands = cands[k:]
             break
     seen, out = set(), []
     for _, _, value in cands:
-        k = key(normalize(value))
+        k = _key(value)
         if k and k not in seen:
             seen.add(k)
             out.append(value)
     return out
+
+
+def _key(value: str) -> str:
+    """What tells candidates apart: the normalised value, or the raw text of one too large to
+    normalise (`too_big`: it is refused later, unread)."""
+    return key(value) if too_big(value) else key(normalize(value))
 
 
 def _math_run(rest: str) -> str | None:
@@ -348,14 +354,13 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
 
 
 def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
-    tags = [(m.start(), m.end(), m.group(1).strip()) for m in _TAG.finditer(text)
-            if m.group(1).strip()]
+    tags = [(a, b, c.strip()) for a, b, c in tag_blocks(text) if c.strip()]
     if tags:
         parts: list[str] = []
         for content in _choose(tags, text):
             inner = find_final(content, mc, text_gold)
             parts += list(inner.parts) if inner else []
-        parts = list({key(normalize(p)): p for p in reversed(parts)}.values())[::-1]
+        parts = list({_key(p): p for p in reversed(parts)}.values())[::-1]
         return Found(tuple(parts), "answer_tag") if parts else None
     heading = None
     for heading in _FINAL_HEADING.finditer(text):

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "mc_letter",
+__all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "mc_letter", "too_big",
+           "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH",
            "is_text", "key"]
 
 # --------------------------------------------------------------------------- wrappers
@@ -92,6 +93,10 @@ _PLAIN_CONST = re.compile(r"(?<![\\A-Za-z])(pi|oo|infinity)(?![A-Za-z])")
 _POWER = re.compile(r"\*\*\s*([+-]?\s*(?:\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z(])|\\[a-zA-Z]+))")
 
 
+# Answers the reader works on: longer or deeper ones are wrong (`too_big`) before any stage
+# reads them (an integer of thousands of digits, or 300 redundant parentheses, still fit)
+MAX_ANSWER_CHARS = 10_000
+MAX_ANSWER_DEPTH = 500
 _PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long (see symbolic.MAX_CHARS)
 
 
@@ -178,19 +183,47 @@ def normalize(s: str) -> str:
     s = re.sub(r"\\,", " ", s)
     s = _UNITS_TAIL.sub("", s).strip() if re.search(r"\d", s) else s
     s = re.sub(r"\s*(\\?[{}()\[\],=+\-/^_])\s*", r"\1", s)   # spaces around punctuation
-    while s.startswith("{") and s.endswith("}") and "," not in s and _balanced(s[1:-1]):
-        s = s[1:-1]                               # {{5}} -> 5 (a set needs commas or \{)
+    if "," not in s:
+        s = _strip_outer_braces(s)               # {{5}} -> 5 (a set needs commas or \{)
     s = re.sub(r"\\(le|ge|ne|times|cdot|pi|infty)(?=[0-9A-Za-z])", r"\\\1 ", s)
     return s.strip()
 
 
-def _balanced(s: str) -> bool:
-    depth = 0
+def _strip_outer_braces(s: str) -> str:
+    """Drop the brace pairs that enclose the whole text, in one pass (pairs matched once)."""
+    partner, stack = {}, []
+    for k, c in enumerate(s):
+        if c == "{":
+            stack.append(k)
+        elif c == "}" and stack:
+            partner[stack.pop()] = k
+    i, j = 0, len(s) - 1
+    while i < j and s[i] == "{" and partner.get(i) == j:
+        i, j = i + 1, j - 1
+    return s[i:j + 1]
+
+
+def nesting_depth(s: str) -> int:
+    """How deep brackets of any kind nest in `s` (unbalanced closers ignored)."""
+    depth = best = 0
     for c in s:
-        depth += {"{": 1, "}": -1}.get(c, 0)
-        if depth < 0:
-            return False
-    return depth == 0
+        if c in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif c in ")]}" and depth:
+            depth -= 1
+    return best
+
+
+def too_big(s: str) -> str:
+    """Why the reader will not work on the answer `s` ("" when it will). Bounds that keep every
+    stage of reading linear in what it reads: a policy gets nothing by writing more."""
+    if len(s) > MAX_ANSWER_CHARS:
+        return f"answer too large: {len(s)} characters (limit {MAX_ANSWER_CHARS})"
+    depth = nesting_depth(s)
+    if depth > MAX_ANSWER_DEPTH:
+        return f"answer too deep: brackets nested {depth} deep (limit {MAX_ANSWER_DEPTH})"
+    return ""
 
 
 def key(s: str) -> str:

@@ -30,7 +30,7 @@ from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 from ..parser import ThinkParser
 from .compare import Decision, decide
 from .extract import find_final, gold_boxes
-from .normalize import Answer, is_text, split_answer
+from .normalize import Answer, is_text, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
@@ -61,6 +61,9 @@ def parse_gold(gold: str) -> GoldAnswer:
     if found and found.source == "boxed" and len(parts) > 1:
         parts = gold_boxes(gold) or parts
     parts = [re.sub(r"^\s*\$+|\$+\s*$", "", p.strip()).strip() for p in parts]
+    big = next((why for p in parts if (why := too_big(p))), "")
+    if big:
+        return GoldAnswer(None, problem=f"gold {big}")
     text = " | ".join(p for p in parts if p)
     if not text:
         return GoldAnswer(None, problem="empty gold answer")
@@ -209,9 +212,10 @@ class MathReward(BaseReward):
 
     @property
     def max_verify_s(self) -> float:
-        """At most one symbolic comparison per completion, each bounded by `deadline_s`: what
-        an outer deadline (a scoring pool's) must leave room for."""
-        return self.deadline_s
+        """Reading a completion (bounded in size, and by `deadline_s` where a timer can be set)
+        and at most one symbolic comparison (bounded by `deadline_s`): what an outer deadline
+        (a scoring pool's) must leave room for."""
+        return 2 * self.deadline_s
 
     def __getstate__(self):            # pools hold locks and pipes: rebuilt where unpickled
         state = dict(self.__dict__)
@@ -236,6 +240,9 @@ class MathReward(BaseReward):
         found = find_final(parsed.answer, mc=bool(gold.letter), text_gold=gold.is_text)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no final answer found")
+        big = next((why for p in found.parts if (why := too_big(p))), "")
+        if big:
+            return Verdict(0.0, OK, found.text[:200], big)
         if found.source == "last_value" and completion.finish_reason == "length" \
                 and not self.last_value_if_truncated:
             return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
@@ -259,16 +266,20 @@ class MathReward(BaseReward):
         for i, (task, comp) in enumerate(zip(tasks, completions)):
             starts[i] = time.perf_counter()
             try:
-                prep = self._prepare(task, as_completion(comp))
-                if isinstance(prep, Verdict):
-                    out[i] = prep
-                    continue
-                gold, pred, text = prep
-                d = decide(gold, pred)
-                if d.equal is None:
-                    pending.append((i, gold, pred, text))
-                else:
-                    out[i] = _to_verdict(d, text)
+                with _inline_deadline(self.deadline_s):    # reading, too, has a deadline
+                    prep = self._prepare(task, as_completion(comp))
+                    if isinstance(prep, Verdict):
+                        out[i] = prep
+                    else:
+                        gold, pred, text = prep
+                        d = decide(gold, pred)
+                        if d.equal is None:
+                            pending.append((i, gold, pred, text))
+                        else:
+                            out[i] = _to_verdict(d, text)
+            except _TooSlow:
+                out[i] = Verdict(0.0, OK, reason=f"answer too costly to read: not read within "
+                                                 f"{self.deadline_s:g}s")
             except Exception as exc:      # the model-output boundary: counted, never scored
                 out[i] = Verdict(0.0, ERROR, reason=f"{type(exc).__name__}: {exc}")
             if out[i] is not None:
