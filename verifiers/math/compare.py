@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Optional
 
-from .normalize import Answer, Item, Number, is_text, key, parse_number
+from .normalize import Answer, Item, Number, base_digits, is_text, key, parse_number
 
 __all__ = ["Decision", "decide", "fast_item_equal", "numbers_equal", "split_tuple", "REL_TOL"]
 
@@ -95,6 +95,9 @@ def fast_item_equal(g: str, p: str) -> Tri:
     """One gold value vs one predicted value without sympy; None when it cannot tell."""
     if key(g) == key(p):
         return True
+    based = base_digits(g) or base_digits(p)
+    if based and based in (key(g), key(p)):
+        return True                      # `101_2` and `101`: the digits, written in the base
     rg, rp = _ratio(g), _ratio(p)
     if rg or rp:
         if not (rg and rp) or len(rg) != len(rp):

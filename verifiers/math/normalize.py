@@ -15,9 +15,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "mc_letter", "too_big",
-           "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH",
-           "is_text", "key"]
+__all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_digits",
+           "mc_letter", "is_text", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
 
 # --------------------------------------------------------------------------- wrappers
 
@@ -67,6 +66,77 @@ _UNITS_TAIL = re.compile(rf"(?<=[\d}}.)])\s*(?:\\?\s*(?:{_UNIT_WORDS})\b(?:\s*\^
                          rf"\.?\s*)+$")
 _ELLIPSIS = re.compile(r"((?:^|,)\s*)(?:\.{3,}|…)(?=\s*(?:,|$))")
 _CURRENCY = re.compile(r"€|£|¥|₹|\bUSD\b|\bRs\.?(?=\s*\d)|\bEUR\b")
+
+
+# repeating decimals: `0.\overline{6}`, `0.\dot{6}`, `0.1\dot{4}2\dot{8}`, `0.\bar{3}`, and
+# `0.666\ldots` / `0.58333...` where the written digits show the repeating block
+_DOTTED = re.compile(r"(\d*\.\d*)\\dot\{?(\d)\}?(?:(\d*)\\dot\{?(\d)\}?)?")
+_BARRED = re.compile(r"(\d*\.\d*)\\bar\{(\d+)\}")
+_TRAILING_DOTS = re.compile(r"(?<![\d.])(\d*\.\d+)\s*(?:\\[lc]?dots(?![a-zA-Z])|\.{3}|…)")
+
+
+def _repetend(s: str) -> str:
+    """Repeating decimals in every notation -> `I.N\\overline{R}` (parse_number reads that)."""
+    if "\\dot" in s:
+        s = _DOTTED.sub(lambda m: m.group(1) + "\\overline{" + m.group(2) + (m.group(3) or "")
+                        + (m.group(4) or "") + "}", s)
+    if "\\bar" in s:
+        s = _BARRED.sub(r"\1\\overline{\2}", s)
+    return _TRAILING_DOTS.sub(_shown_repetend, s)
+
+
+def _shown_repetend(m: re.Match) -> str:
+    """`0.58333...` -> `0.58\\overline{3}`: the shortest block the digits end with at least
+    twice (a one-digit block: three times); digits that show no block keep their dots."""
+    whole, _, frac = m.group(1).partition(".")
+    for size in range(1, 7):
+        block, copies = frac[-size:], 3 if size == 1 else 2
+        if len(frac) >= size * copies and frac.endswith(block * copies):
+            head = frac[:-size * copies]
+            while head.endswith(block):
+                head = head[:-size]
+            return f"{whole}.{head}\\overline{{{block}}}"
+    return m.group(0)
+
+
+# a trigonometric function of an angle in degrees: `\cos 60^\circ` -> `\cos(\frac{60\pi}{180})`
+_ANGLE = r"(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z]))"
+_TRIG_DEGREES = re.compile(rf"\\(sin|cos|tan|cot|sec|csc)(\^\s*(?:\{{[^{{}}]*\}}|\d))?\s*"
+                           rf"(?:\(\s*{_ANGLE}\s*\)|\{{\s*{_ANGLE}\s*\}}|{_ANGLE})")
+
+
+def _trig_radians(m: re.Match) -> str:
+    angle = m.group(3) or m.group(4) or m.group(5)
+    return f"\\{m.group(1)}{m.group(2) or ''}(\\frac{{{angle}\\pi}}{{180}})"
+
+
+def _choose_to_binom(s: str) -> str:
+    """`{n \\choose k}` (and a bare `n \\choose k`) -> `\\binom{n}{k}`: the group around each
+    `\\choose` is found by matching braces outwards from it (a few occurrences at most)."""
+    for _ in range(4):
+        k = s.find("\\choose")
+        if k < 0 or s[k + 7:k + 8].isalpha():
+            return s
+        lo, hi = _group_edge(s, k - 1, -1), _group_edge(s, k + 7, 1)
+        n, r = s[lo + 1:k].strip(), s[k + 7:hi].strip()
+        s = f"{s[:max(lo, 0)]}\\binom{{{n}}}{{{r}}}{s[hi + 1:]}"
+    return s
+
+
+def _group_edge(s: str, i: int, step: int) -> int:
+    """Walking from `i` by `step` (+1 or -1), the brace that closes the enclosing group; -1 or
+    len(s) when the text ends first."""
+    inner, edge = ("{", "}") if step > 0 else ("}", "{")
+    depth = 0
+    while 0 <= i < len(s):
+        if s[i] == inner:
+            depth += 1
+        elif s[i] == edge:
+            if depth == 0:
+                return i
+            depth -= 1
+        i += step
+    return i
 
 
 def _unwrap_text(s: str) -> str:
@@ -164,10 +234,13 @@ def normalize(s: str) -> str:
     >>> normalize(r"90^\circ"), normalize(r"50\%"), normalize(r"125\textnormal{ miles}")
     ('90', '50', '125')
     """
-    s = _unwrap_text(s.strip())
+    s = _repetend(_unwrap_text(s.strip()))
     for pattern, repl in _DROP:
         s = pattern.sub(repl, s)
+    s = _TRIG_DEGREES.sub(_trig_radians, s)
     s = _DEGREES.sub(" ", s)
+    if "\\choose" in s:
+        s = _choose_to_binom(s)
     s = _PERCENT.sub(" ", s)
     s = _CURRENCY.sub(" ", s)
     s = re.sub(r"\\sqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
@@ -264,6 +337,9 @@ def parse_number(s: str) -> Number | None:
     s = s.strip()
     if s.startswith("{") and s.endswith("}") and s.count("{") == 1:
         s = s[1:-1]
+    special = _repeating(s) or _in_base(s)
+    if special is not None:
+        return special
     m = _NUM.match(s)
     if m:
         sign, body, e1, e2 = m.groups()
@@ -293,6 +369,39 @@ def parse_number(s: str) -> Number | None:
         value = Fraction(int(num), int(den))
         return Number(-value if sign == "-" else value, True)
     return None
+
+
+_REPEATING = re.compile(r"^([+-]?)(\d*)\.(\d*)\\overline\{(\d{1,30})\}$")
+_BASE = re.compile(r"^\(?([0-9][0-9A-Za-z]*)\)?_\{?(\d{1,2})\}?$")
+
+
+def _repeating(s: str) -> Number | None:
+    """`0.58\\overline{3}` -> 7/12, exactly (normalize writes every repeating notation so)."""
+    m = _REPEATING.match(s)
+    if not m or len(m.group(2)) + len(m.group(3)) > _MAX_DIGITS:
+        return None
+    sign, whole, head, block = m.groups()
+    tail = Fraction(int(head + block) - int(head or "0"),
+                    10 ** len(head) * (10 ** len(block) - 1))
+    value = int(whole or "0") + tail
+    return Number(-value if sign == "-" else value, True)
+
+
+def _in_base(s: str) -> Number | None:
+    """`101_2` -> 5, `(1A)_{16}` -> 26: digits with their base as a subscript."""
+    m = _BASE.match(s)
+    if not m or len(m.group(1)) > _MAX_DIGITS or not 2 <= int(m.group(2)) <= 36:
+        return None
+    try:
+        return Number(Fraction(int(m.group(1), int(m.group(2)))), True)
+    except ValueError:                            # a digit the base does not have: `129_8`
+        return None
+
+
+def base_digits(s: str) -> str | None:
+    """The digits of a number written with its base (`101_2` -> '101'), else None."""
+    m = _BASE.match(s.strip())
+    return m.group(1) if m and _in_base(s.strip()) else None
 
 
 _MC = re.compile(r"^\(?\s*([A-J])\s*\)?(?:\s*[.:)]\s*.*|\s+\S.*)?$", re.S)
