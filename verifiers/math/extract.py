@@ -11,6 +11,7 @@ multi-part answer, which is a hedge against a single-valued gold) unless a self-
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass
 
@@ -41,6 +42,15 @@ _NON_MATH = re.compile(r"[^\x00-\x7Fπ√≤≥≠°²³−×·÷∞€£¥]")
 _FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|respuesta\s+final|"
                             r"endgültige\s+antwort|resposta\s+final|risposta\s+finale|"
                             r"окончательный\s+ответ", re.I)
+# what closes a bold or quoted answer label (`\textbf{Answer:} 17`, `<b>Answer</b>: 17`,
+# `__Answer__: 17`), with the colon, before the value
+_LABEL_END = re.compile(r"^(?:[\s:=：*_}]|</(?:b|strong)>)+")
+# end-of-turn tokens a completion may still carry (`<|im_end|>`, `<|eot_id|>`, `</s>`, ...)
+_END_TOKENS = re.compile(r"(?:\s*(?:<\|(?:im_end|eot_id|endoftext|end_of_text|end|eom_id)\|>|</s>|"
+                         r"<eos>|<end_of_turn>|<｜end▁of▁sentence｜>))+\s*$")
+# an answer in a JSON object: `{"answer": 17}`, `{"final_answer": "\\frac{1}{2}"}`
+_JSON_KEY = re.compile(r'"(?:final[_ ]?answer|answer)"\s*:\s*', re.I)
+_JSON = json.JSONDecoder()
 _MARKER = re.compile(
     r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|(?<![</])\banswer\b)"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?\s*(?:[:=：]|\bis\b)?\s*(?:\*\*)?\s*(?:[:=：])?"
@@ -57,7 +67,7 @@ _CORRECTION = re.compile(
     r"reconsider\w*|re-?evaluat\w*|on second thought|however|but|instead|rather|rule[sd]? (?:it|this|that|them) out|"
     r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error)\b"
     r"|等等|不对|错了|其实|attendez|en fait|espera|eigentlich", re.I)
-_SENTENCE_END = re.compile(r"\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|since|as|which|so that|"
+_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|since|as|which|so that|"
                            r"for|parce que|porque|weil|因为)\b|,\s+(?:which|so|since|because|"
                            r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
 _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
@@ -219,8 +229,23 @@ def _leading_numbers(clause: str) -> str | None:
     return " or ".join(values)
 
 
+def _group_close(s: str) -> int:
+    """Index of the first `}` that closes a group opened before `s` (len(s) when none does)."""
+    depth, k = 0, 0
+    while k < len(s):
+        if s[k] == "\\":
+            k += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(s[k], 0)
+        if depth < 0:
+            return k
+        k += 1
+    return len(s)
+
+
 def _statement_value(rest: str, mc: bool) -> str | None:
-    rest = re.sub(r"^[\s:=：*]+", "", rest[:600])
+    rest = _LABEL_END.sub("", rest[:600])
+    rest = rest[:_group_close(rest)]              # `\textbf{Answer: 17}`: the label's group ends
     rest = re.sub(r"^(?:is|es|est|ist|é|è|是|为|は)\s*[:：]?\s*", "", rest, flags=re.I)
     rest = re.sub(r"^(?:for sure|probably|likely|clearly|simply|then|therefore)\s+", "", rest,
                   flags=re.I)
@@ -262,16 +287,36 @@ def _strip_units(s: str) -> str:
                   r"days?|years?|units?|degrees?|and|or|pages?)\b", "", s, flags=re.I)
 
 
-def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
+def _json_answers(text: str) -> list[tuple[int, int, str]]:
+    """Answers held by a JSON object's `answer` / `final_answer` field, as the JSON says them
+    (strings unescaped, lists joined); a value that is not JSON counts as no answer here."""
     out = []
+    for m in list(_JSON_KEY.finditer(text))[-_MAX_STATEMENTS:]:
+        try:
+            value, end = _JSON.raw_decode(text[m.end():m.end() + 2000])
+        except ValueError:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
+                and str(value).strip():
+            out.append((m.start(), m.end() + end, str(value).strip()))
+    return out
+
+
+def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
+    out = _json_answers(text) if '"' in text else []
+    inside = [(a, b) for a, b, _ in out]
     for m in list(_MARKER.finditer(text))[-_MAX_STATEMENTS:]:
+        if any(a <= m.start() < b for a, b in inside):
+            continue                              # the key of a JSON answer, read above
         rest = text[m.end():]
         if _MARKER.match(rest.lstrip(" :*")):
             continue                              # "Answer: Answer: 42": the next one reads it
         value = _statement_value(rest, mc)
         if value:
             out.append((m.start(), m.end(), value))
-    return out
+    return sorted(out)
 
 
 def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
@@ -349,7 +394,7 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
     ('220',)
     """
-    text = _EMPTY_TAG.sub(" ", span[-MAX_SCAN_CHARS:])
+    text = _EMPTY_TAG.sub(" ", _END_TOKENS.sub("", span[-MAX_SCAN_CHARS:]))
     return _find(text, mc, text_gold)
 
 
