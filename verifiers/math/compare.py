@@ -21,11 +21,24 @@ from typing import Callable, Optional
 
 from .normalize import Answer, Item, Number, base_digits, is_text, key, parse_number
 
-__all__ = ["Decision", "decide", "fast_item_equal", "numbers_equal", "split_tuple", "REL_TOL"]
+__all__ = ["Decision", "decide", "fast_item_equal", "numbers_equal", "split_tuple", "REL_TOL",
+           "Unreadable", "TooLarge", "GoldUnreadable"]
 
 REL_TOL = Fraction(1, 10**6)      # a decimal equals a value to a relative 1e-6 (policy)
 
 Tri = Optional[bool]              # True / False / None (undecided)
+
+
+class Unreadable(ValueError):
+    """The text is not math we can read."""
+
+
+class TooLarge(ValueError):
+    """The text or its value is beyond the bounds we let sympy work on."""
+
+
+class GoldUnreadable(Unreadable):
+    """The gold side could not be read (reported as gold_unparseable)."""
 
 
 @dataclass(frozen=True)
@@ -247,9 +260,14 @@ def decide(gold: Answer, pred: Answer,
            item_eq: Callable[[str, str], Tri] = fast_item_equal) -> Decision:
     """Equal under any reading of either side (`1,22` is a list or a decimal-comma number)."""
     first_false, undecided = None, False
-    for g in gold.readings():
+    for n, g in enumerate(gold.readings()):
         for p in pred.readings():
-            d = _one(g, p, item_eq)
+            try:
+                d = _one(g, p, item_eq)
+            except GoldUnreadable:
+                if n == 0:
+                    raise
+                continue          # another way the gold states its value, one sympy cannot read
             if d.equal is True:
                 return d
             if d.equal is None:

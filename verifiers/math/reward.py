@@ -30,7 +30,7 @@ from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 from ..parser import ThinkParser
 from .compare import Decision, decide
 from .extract import find_final, gold_boxes
-from .normalize import Answer, is_text, split_answer, too_big
+from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
@@ -69,7 +69,8 @@ def parse_gold(gold: str) -> GoldAnswer:
         return GoldAnswer(None, problem="empty gold answer")
     # several boxes (`\boxed{1}\boxed{2}`, "\boxed{1} papers and \boxed{2} bins"): one
     # multi-part gold, as several boxes in a completion are read
-    answer = _combine([split_answer(p) for p in parts if p])
+    answer = _combine([split_answer(p) for p in parts if p]) if len(parts) > 1 \
+        else _restated(parts[0])
     if not answer.items:
         return GoldAnswer(None, text, problem=f"gold {gold[:80]!r} has no value")
     letter = ""
@@ -78,6 +79,27 @@ def parse_gold(gold: str) -> GoldAnswer:
         letter = m.group(1) if m else ""
     words = len(answer.items) == 1 and is_text(answer.items[0].text)
     return GoldAnswer(answer, text, letter, is_text=words)
+
+
+_RESTATED = re.compile(r"\s*[,;]?\s*(\()?\s*\b(?:i\.\s?e\.|that is|or equivalently|equivalently|"
+                       r"namely)(?!\w)\s*,?\s*", re.I)
+
+
+def _restated(gold: str) -> Answer:
+    """A gold stating one value two ways ("P(6, 2), i.e. 30"): one answer, either form right.
+    A plain number is the main reading (it never needs sympy); the other form is a second
+    reading, and a wrong answer is not excused because sympy cannot read that form."""
+    m = _RESTATED.search(gold)
+    if not m or not gold[:m.start()].strip() or not gold[m.end():].strip():
+        return split_answer(gold)
+    first, second = gold[:m.start()].strip(), gold[m.end():].strip()
+    if m.group(1) and second.endswith(")"):
+        second = second[:-1].strip()              # "30 (i.e. P(6, 2))"
+    forms = [split_answer(first), split_answer(second)]
+    forms.sort(key=lambda a: len(a.items) != 1 or parse_number(a.items[0].text) is None)
+    main, other = forms
+    return Answer(main.items, main.ordered, gold,
+                  main.alternatives + other.readings())
 
 
 def _gold_text(answer) -> str:

@@ -30,7 +30,8 @@ from sympy.core.function import AppliedUndef
 from sympy.logic.boolalg import BooleanFunction
 from sympy.core.relational import Relational
 
-from .compare import Tri, _ratio, fast_item_equal, split_tuple
+from .compare import (GoldUnreadable, TooLarge, Tri, Unreadable, _ratio, fast_item_equal,
+                      split_tuple)
 from .latex_lite import parse_lite
 from .normalize import parse_number
 
@@ -46,14 +47,6 @@ _APPROX_TOL = sympy.Rational(1, 10**6)
 
 logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
 logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-
-
-class Unreadable(ValueError):
-    """The text is not math we can read."""
-
-
-class TooLarge(ValueError):
-    """The text or its value is beyond the bounds we let sympy work on."""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -212,10 +205,6 @@ def item_equal(g: str, p: str) -> Tri:
         raise GoldUnreadable(f"gold: {exc}") from None
     b = to_sympy(p)
     return _equal(a, b)
-
-
-class GoldUnreadable(Unreadable):
-    """The gold side could not be read (reported as gold_unparseable)."""
 
 
 def _equal(a, b) -> bool:
