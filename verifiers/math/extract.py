@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..parser import boxes, tag_blocks
-from .normalize import key, normalize, too_big
+from .normalize import is_label, key, normalize, too_big
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
@@ -244,14 +244,27 @@ def _group_close(s: str) -> int:
 
 
 def _statement_value(rest: str, mc: bool) -> str | None:
+    """The value an answer statement states (`rest` follows its marker), with an alternative
+    offered in the next sentence ("The answer is 12. Or maybe 13.")."""
     rest = _LABEL_END.sub("", rest[:600])
     rest = rest[:_group_close(rest)]              # `\textbf{Answer: 17}`: the label's group ends
     rest = re.sub(r"^(?:is|es|est|ist|é|è|是|为|は)\s*[:：]?\s*", "", rest, flags=re.I)
     rest = re.sub(r"^(?:for sure|probably|likely|clearly|simply|then|therefore)\s+", "", rest,
                   flags=re.I)
-    math = _math_run(rest)
-    if math is not None:
-        return math
+    value = _stated(rest, mc)
+    end = _HARD_END.search(rest)
+    if value and not mc and end and _ALT_START.match(rest, end.end()):
+        nxt = _HARD_END.search(rest, end.end())
+        sentence = rest[:nxt.start() if nxt else len(rest)]
+        cands = [c for c in _candidates(sentence) if c[0] >= end.end()]
+        if cands:
+            value += " or " + _sentence_values(sentence, end.end(), cands, last=False)
+    return value
+
+
+def _stated(rest: str, mc: bool) -> str | None:
+    if _MATH_SEG.match(rest):
+        return _stated_values(rest, 0, _candidates(rest))
     clause = _clause(rest)
     clause = re.sub(r"\\\]\s*$|\\\)\s*$|\*\*$", "", clause).strip()
     if not clause or clause.endswith(":"):
@@ -264,7 +277,10 @@ def _statement_value(rest: str, mc: bool) -> str | None:
     if not _NON_MATH.search(clause) and (_prose_words(_strip_units(clause)) <= 1
                                          or len(clause) <= 12):
         return clause
-    return _leading_values(clause, mc=False) or (clause if len(clause) <= 60 else None)
+    cands = [c for c in _candidates(rest) if c[0] < len(clause)]
+    if cands:
+        return _sentence_values(rest, 0, cands, last=False)
+    return clause if len(clause) <= 60 else None
 
 
 def _option_values(clause: str) -> str | None:
@@ -319,6 +335,125 @@ def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
+# Reading values in prose. A candidate is a math segment or a value written in prose (a
+# number, a plain-text expression, a computation chained by operators: "100 - 30 = 70"), with
+# the name written before it ("x = 2"). Candidates joined by a list ("2 and 3", "$x=5$, or else
+# $x=7$") or by an alternative ("12 -- though it could be 13", "3 or maybe 4") are stated
+# together, whatever their order: several values for a single-valued gold are a hedge.
+_HARD_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n]")
+_MAX_CHAIN = 200                                 # characters one computation may span
+_CHAIN_GAP = re.compile(r"\s*(?:[-+*/×÷^=−]|\\times|\\cdot)\s*")
+_NAME_BEFORE = re.compile(r"(?:(?<![A-Za-z\\])[A-Za-z](?:_\{?\w{1,3}\}?)?|\|[A-Za-z]\|)\s*=\s*$")
+_GAP_WORD = re.compile(r"[^\W\d_]+|[—–]|-{2,}|[,;/&()]|\\text\{\s*(?:or|and)\s*\}", re.U)
+_LIST_WORDS = {"and", "or", "ou", "o", "oder", "или", "或", "和", "et", "und", "y", "either",
+               "also", "else", "even", ",", "/", "&", "(", ")"}
+_ALT_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "though",
+              "although", "could", "might", "ou", "oder", "или", "或"}
+_FILLER = _LIST_WORDS | _ALT_WORDS | {"it", "this", "that", "be", "is", "may", "would", "the",
+                                      "answer", "but", "just", "well", "as", "—", "–", "--"}
+# the verb that states a conclusion: the value after the last one is the answer
+_VERB = re.compile(r"\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|had|makes?|"
+                   r"leaves?|totals?|costs?|becomes?|needs?|pays?|earns?|owes?|spends?|"
+                   r"takes?|will\s+be|comes?\s+to)\b|(?<=[A-Za-z])'s\b", re.I)
+_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise)\b", re.I)
+
+
+def _candidates(text: str, right_sides: bool = False) -> list[tuple[int, int, str]]:
+    """(start, end, value) of every candidate in `text`, in order. `right_sides`: a math
+    segment stands for its right side unless a name is on its left (`$a + b = 10$` is 10)."""
+    segs = [(m.start(), m.end(), next(g for g in m.groups() if g is not None).strip())
+            for m in _MATH_SEG.finditer(text)]
+    if right_sides:
+        segs = [(a, b, _seg_value(v)) for a, b, v in segs]
+    blanked = _MATH_SEG.sub(lambda m: " " * len(m.group(0)), text)
+    chains: list[list[int]] = []
+    for a, b in _value_spans(blanked):
+        if chains and _CHAIN_GAP.fullmatch(blanked, chains[-1][1], a) \
+                and b - chains[-1][0] <= _MAX_CHAIN:
+            chains[-1][1] = b                     # 100 - 30 = 70: one computation
+        else:
+            chains.append([a, b])
+    prose = []
+    for a, b in chains:
+        name = _NAME_BEFORE.search(blanked, max(0, a - 12), a)
+        a = name.start() if name else a
+        prose.append((a, b, text[a:b].strip()))
+    return sorted(segs + prose)
+
+
+def _seg_value(seg: str) -> str:
+    """A math segment as a value: `x = 5` keeps its name; `a + b = 10` is its right side."""
+    sides = re.split(r"(?<![<>!\\])=(?!=)", seg)
+    if len(sides) > 1 and not is_label(sides[0]):
+        return sides[-1].strip() or seg.strip()
+    return seg
+
+
+def _joins(gap: str) -> bool:
+    """Does `gap` join two values into one statement: a list, or an alternative?"""
+    if len(gap) > 60 or _HARD_END.search(gap):
+        return False
+    words = [w.casefold() for w in _GAP_WORD.findall(gap)]
+    if not words:
+        return False
+    if words[0] not in _FILLER:                   # a unit after the value: "17 apples or 18"
+        words = words[1:]
+        return bool(words) and all(w in _FILLER for w in words) \
+            and any(w in _ALT_WORDS for w in words)
+    return all(w in _FILLER for w in words) and any(w in _LIST_WORDS | _ALT_WORDS
+                                                    for w in words)
+
+
+def _stated_values(text: str, first: int, cands: list) -> str:
+    """Candidate `first` and the candidates joined to it after it, as one answer."""
+    values, k = [cands[first][2]], first
+    while k + 1 < len(cands) and _joins(text[cands[k][1]:cands[k + 1][0]]):
+        k += 1
+        values.append(cands[k][2])
+    return " or ".join(values)
+
+
+def _conclusion(tail: str) -> str | None:
+    """The last value written, read as its sentence states it: the first value after the
+    sentence's last verb ("So she has 17 apples in 4 baskets" states 17), else the last value;
+    with every value joined to it. A sentence opening with "Or"/"Maybe" adds to the one before."""
+    cands = _candidates(tail, right_sides=True)
+    if not cands:
+        return None
+    start = _sentence_start(tail, cands[-1][0])
+    options = _option_values(_clause(tail[start:]))
+    if options:
+        return options
+    values = _sentence_values(tail, start, cands, last=True)
+    if _ALT_START.match(tail, start):
+        before = [c for c in cands if c[1] <= start]
+        if before:
+            values = _sentence_values(tail, _sentence_start(tail, before[-1][0]), before,
+                                      last=True) + " or " + values
+    return values
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    ends = [m.end() for m in _HARD_END.finditer(text, 0, pos)]
+    return ends[-1] if ends else 0
+
+
+def _sentence_values(text: str, start: int, cands: list, last: bool) -> str:
+    """What the sentence from `start` to the last of `cands` states: the first value after
+    its last verb; without a verb, its last value (`last`) or its first."""
+    mine = [k for k, c in enumerate(cands) if c[0] >= start]
+    verbs = [v.end() for v in _VERB.finditer(text, start, cands[-1][0])]
+    after = [k for k in mine if verbs and cands[k][0] >= verbs[-1]]
+    if after:
+        return _stated_values(text, after[0], cands)
+    if not last:
+        return _stated_values(text, mine[0], cands)
+    k = len(cands) - 1                            # the last value, and those joined before it
+    while k > mine[0] and _joins(text[cands[k - 1][1]:cands[k][0]]):
+        k -= 1
+    return _stated_values(text, k, cands)
+
+
 def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
     """No box, no statement: a bare short answer, else the last value written."""
     bare = re.sub(r"^\s*\$+|\$+\s*$", "", span.strip()).strip()
@@ -336,19 +471,7 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
                    if not re.match(r"\s+[a-z]", tail[m.end():m.end() + 2])
                    or m.group(1) not in "AI"]
         return letters[-1].group(1) if letters else None
-    last_math = None
-    for m in _MATH_SEG.finditer(tail):
-        last_math = m
-    spans = _value_spans(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail))
-    last_num = spans[-1] if spans else None
-    if last_math and (not last_num or last_math.end() > last_num[1]):
-        seg = next(g for g in last_math.groups() if g is not None)
-        return re.split(r"(?<![<>!\\])=(?!=)", seg)[-1].strip() or None
-    if not last_num:
-        return None
-    starts = [m.end() for m in re.finditer(r"(?<!\d)\.(?=\s|$)|[!?\n。]", tail[:last_num[0]])]
-    return _option_values(_clause(tail[starts[-1] if starts else 0:])) \
-        or tail[last_num[0]:last_num[1]].strip()
+    return _conclusion(tail)
 
 
 _JOINER = re.compile(r"\b(?:and|or)\b|,|;")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_digits",
-           "mc_letter", "is_text", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
+           "mc_letter", "is_text", "is_label", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
 
 # --------------------------------------------------------------------------- wrappers
 
@@ -454,7 +454,7 @@ class Answer:
 _OPEN, _CLOSE = "([{", ")]}"
 _SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])|(?<=[\d)\]}])(?:and|or)(?=[A-Za-z(\[{\\])|"
                   r"\s+(?:und|oder|et|ou|и|или)\s+|\s*(?:和|或|及)\s*")
-def _is_label(lhs: str) -> bool:
+def is_label(lhs: str) -> bool:
     r"""Is `lhs` a name (`x`, `a_{37}`, `(p,q)`, `f(x)`, `|AB|`, `\frac{NO}{BO}`, `A:B`)?"""
     core = re.sub(r"_\{[^{}]*\}|_\w|\^\{?'+\}?", "", lhs.strip())
     if re.fullmatch(r"\\[a-zA-Z]+", core):
@@ -567,12 +567,12 @@ def _item(text: str) -> Item:
     lhs, rhs = text[:rel[0].start()].strip(), text[rel[-1].end():].strip()
     if not rhs:
         return Item(text)
-    if approx is rel[0] and not _is_label(lhs):
+    if approx is rel[0] and not is_label(lhs):
         return Item(lhs)                          # exact value, then its approximation
-    if _is_label(lhs):
+    if is_label(lhs):
         return Item(rhs, lhs.replace(" ", ""))
     if not _free_letters(lhs) and rel[-1].group(0) == "=":
-        if len(rel) == 1 and _is_label(rhs):
+        if len(rel) == 1 and is_label(rhs):
             return Item(lhs, rhs.replace(" ", ""))    # 5 = x
         if not _free_letters(rhs):
             return Item(rhs)                      # a worked computation: 35+70=105
