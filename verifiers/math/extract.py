@@ -252,9 +252,9 @@ def _statement_value(rest: str, mc: bool) -> str | None:
     rest = re.sub(r"^(?:for sure|probably|likely|clearly|simply|then|therefore)\s+", "", rest,
                   flags=re.I)
     value = _stated(rest, mc)
-    end = _HARD_END.search(rest)
+    end = _CLAUSE_END.search(rest)
     if value and not mc and end and _ALT_START.match(rest, end.end()):
-        nxt = _HARD_END.search(rest, end.end())
+        nxt = _CLAUSE_END.search(rest, end.end())
         sentence = rest[:nxt.start() if nxt else len(rest)]
         cands = [c for c in _candidates(sentence) if c[0] >= end.end()]
         if cands:
@@ -274,8 +274,8 @@ def _stated(rest: str, mc: bool) -> str | None:
     options = _option_values(clause)
     if options:
         return options
-    if not _NON_MATH.search(clause) and (_prose_words(_strip_units(clause)) <= 1
-                                         or len(clause) <= 12):
+    if not _NON_MATH.search(clause) and not _ALT_WORD.search(clause) \
+            and (_prose_words(_strip_units(clause)) <= 1 or len(clause) <= 12):
         return clause
     cands = [c for c in _candidates(rest) if c[0] < len(clause)]
     if cands:
@@ -355,7 +355,11 @@ _FILLER = _LIST_WORDS | _ALT_WORDS | {"it", "this", "that", "be", "is", "may", "
 _VERB = re.compile(r"\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|had|makes?|"
                    r"leaves?|totals?|costs?|becomes?|needs?|pays?|earns?|owes?|spends?|"
                    r"takes?|will\s+be|comes?\s+to)\b|(?<=[A-Za-z])'s\b", re.I)
-_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise)\b", re.I)
+_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise|(?:but\s+)?"
+                        r"(?:it|this|that)\s+(?:could|might|may)(?:\s+also)?\s+be)\b", re.I)
+_ALT_WORD = re.compile(r"\b(?:maybe|perhaps|possibly|could|might|alternatively|otherwise)\b",
+                       re.I)
+_CLAUSE_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n;]")
 
 
 def _candidates(text: str, right_sides: bool = False) -> list[tuple[int, int, str]]:
