@@ -15,8 +15,10 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .notation import choose_to_binom, degree_angles, plain_to_latex, repeating_decimals
+
 __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_digits",
-           "mc_letter", "is_text", "is_label", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
+           "is_text", "is_label", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
 
 # --------------------------------------------------------------------------- wrappers
 
@@ -68,77 +70,6 @@ _ELLIPSIS = re.compile(r"((?:^|,)\s*)(?:\.{3,}|…)(?=\s*(?:,|$))")
 _CURRENCY = re.compile(r"€|£|¥|₹|\bUSD\b|\bRs\.?(?=\s*\d)|\bEUR\b")
 
 
-# repeating decimals: `0.\overline{6}`, `0.\dot{6}`, `0.1\dot{4}2\dot{8}`, `0.\bar{3}`, and
-# `0.666\ldots` / `0.58333...` where the written digits show the repeating block
-_DOTTED = re.compile(r"(\d*\.\d*)\\dot\{?(\d)\}?(?:(\d*)\\dot\{?(\d)\}?)?")
-_BARRED = re.compile(r"(\d*\.\d*)\\bar\{(\d+)\}")
-_TRAILING_DOTS = re.compile(r"(?<![\d.])(\d*\.\d+)\s*(?:\\[lc]?dots(?![a-zA-Z])|\.{3}|…)")
-
-
-def _repetend(s: str) -> str:
-    """Repeating decimals in every notation -> `I.N\\overline{R}` (parse_number reads that)."""
-    if "\\dot" in s:
-        s = _DOTTED.sub(lambda m: m.group(1) + "\\overline{" + m.group(2) + (m.group(3) or "")
-                        + (m.group(4) or "") + "}", s)
-    if "\\bar" in s:
-        s = _BARRED.sub(r"\1\\overline{\2}", s)
-    return _TRAILING_DOTS.sub(_shown_repetend, s)
-
-
-def _shown_repetend(m: re.Match) -> str:
-    """`0.58333...` -> `0.58\\overline{3}`: the shortest block the digits end with at least
-    twice (a one-digit block: three times); digits that show no block keep their dots."""
-    whole, _, frac = m.group(1).partition(".")
-    for size in range(1, 7):
-        block, copies = frac[-size:], 3 if size == 1 else 2
-        if len(frac) >= size * copies and frac.endswith(block * copies):
-            head = frac[:-size * copies]
-            while head.endswith(block):
-                head = head[:-size]
-            return f"{whole}.{head}\\overline{{{block}}}"
-    return m.group(0)
-
-
-# a trigonometric function of an angle in degrees: `\cos 60^\circ` -> `\cos(\frac{60\pi}{180})`
-_ANGLE = r"(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z]))"
-_TRIG_DEGREES = re.compile(rf"\\(sin|cos|tan|cot|sec|csc)(\^\s*(?:\{{[^{{}}]*\}}|\d))?\s*"
-                           rf"(?:\(\s*{_ANGLE}\s*\)|\{{\s*{_ANGLE}\s*\}}|{_ANGLE})")
-
-
-def _trig_radians(m: re.Match) -> str:
-    angle = m.group(3) or m.group(4) or m.group(5)
-    return f"\\{m.group(1)}{m.group(2) or ''}(\\frac{{{angle}\\pi}}{{180}})"
-
-
-def _choose_to_binom(s: str) -> str:
-    """`{n \\choose k}` (and a bare `n \\choose k`) -> `\\binom{n}{k}`: the group around each
-    `\\choose` is found by matching braces outwards from it (a few occurrences at most)."""
-    for _ in range(4):
-        k = s.find("\\choose")
-        if k < 0 or s[k + 7:k + 8].isalpha():
-            return s
-        lo, hi = _group_edge(s, k - 1, -1), _group_edge(s, k + 7, 1)
-        n, r = s[lo + 1:k].strip(), s[k + 7:hi].strip()
-        s = f"{s[:max(lo, 0)]}\\binom{{{n}}}{{{r}}}{s[hi + 1:]}"
-    return s
-
-
-def _group_edge(s: str, i: int, step: int) -> int:
-    """Walking from `i` by `step` (+1 or -1), the brace that closes the enclosing group; -1 or
-    len(s) when the text ends first."""
-    inner, edge = ("{", "}") if step > 0 else ("}", "{")
-    depth = 0
-    while 0 <= i < len(s):
-        if s[i] == inner:
-            depth += 1
-        elif s[i] == edge:
-            if depth == 0:
-                return i
-            depth -= 1
-        i += step
-    return i
-
-
 def _unwrap_text(s: str) -> str:
     """`\\text{abc}` -> `abc` (braces matched; repeated until none is left)."""
     for _ in range(20):
@@ -154,74 +85,11 @@ def _unwrap_text(s: str) -> str:
     return s
 
 
-# plain-text maths as sympy, Python and many models print it: `2*sqrt(2)`, `log(3)`, `x**2`, `pi`
-_FUNC_NAMES = ("sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
-               "tanh|sin|cos|tan|cot|sec|csc")
-_PLAIN_CALL = re.compile(rf"(?<![\\A-Za-z])({_FUNC_NAMES})\s*\(")
-_PLAIN_RENAME = {"asin": "\\arcsin", "acos": "\\arccos", "atan": "\\arctan", "log": "\\ln"}
-_PLAIN_CONST = re.compile(r"(?<![\\A-Za-z])(pi|oo|infinity)(?![A-Za-z])")
-_POWER = re.compile(r"\*\*\s*([+-]?\s*(?:\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z(])|\\[a-zA-Z]+))")
-
-
 # Answers the reader works on: longer or deeper ones are wrong (`too_big`) before any stage
 # reads them (an integer of thousands of digits, or 300 redundant parentheses, still fit)
 MAX_ANSWER_CHARS = 10_000
 MAX_ANSWER_DEPTH = 500
 _PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long (see symbolic.MAX_CHARS)
-
-
-def _close_paren(s: str, i: int) -> int:
-    """Index of the `)` matching the `(` at `i`, or -1."""
-    depth = 0
-    for j in range(i, len(s)):
-        depth += {"(": 1, ")": -1}.get(s[j], 0)
-        if depth == 0:
-            return j
-    return -1
-
-
-def plain_to_latex(s: str) -> str:
-    r"""Plain-text function notation -> LaTeX: `sqrt(x)` -> `\sqrt{x}`, `cbrt(x)` -> `\sqrt[3]{x}`,
-    `log(x)`/`ln(x)` -> `\ln(x)` (in plain text, as in sympy, Python and numpy, `log` is the
-    natural log), `log(x, b)` -> `\log_{b}(x)`, `exp(x)` -> `e^{x}`, `asin` -> `\arcsin`, `pi` ->
-    `\pi`, `oo` -> `\infty`, `x**(n+1)` -> `x^{(n+1)}`. Only names written as calls change.
-
-    >>> plain_to_latex("2*sqrt(2) + log(8, 2) - exp(x**2)")
-    '2*\\sqrt{2} + \\log_{2}(8) - e^{(x^{2})}'
-    """
-    if "**" in s:
-        s = _POWER.sub(lambda m: "^{" + re.sub(r"\s+", "", m.group(1)) + "}", s)
-        for _ in range(50):
-            i = s.find("**(")
-            j = _close_paren(s, i + 2) if i >= 0 else -1
-            if j < 0:
-                break
-            s = s[:i] + "^{" + s[i + 2:j + 1] + "}" + s[j + 1:]      # x**(a+b) -> x^{(a+b)}
-        s = s.replace("**", "^")
-    s = _PLAIN_CONST.sub(lambda m: {"pi": "\\pi ", "oo": "\\infty ",
-                                    "infinity": "\\infty "}[m.group(1)], s)
-    for _ in range(50):
-        m = _PLAIN_CALL.search(s)
-        if not m:
-            break
-        open_ = m.end() - 1
-        close = _close_paren(s, open_)
-        if close < 0:
-            break
-        name, arg, rest = m.group(1), s[open_ + 1:close], s[close + 1:]
-        head = s[:m.start()]
-        if name in ("sqrt", "cbrt"):
-            s = head + ("\\sqrt{" if name == "sqrt" else "\\sqrt[3]{") + arg + "}" + rest
-        elif name == "exp":
-            s = head + "e^{(" + arg + ")}" + rest
-        elif name in ("log10", "log2"):
-            s = head + f"\\log_{{{name[3:]}}}(" + arg + ")" + rest
-        elif name == "log" and "," in arg and "(" not in arg:
-            x, base = arg.split(",", 1)
-            s = head + f"\\log_{{{base.strip()}}}(" + x.strip() + ")" + rest
-        else:
-            s = head + _PLAIN_RENAME.get(name, "\\" + name) + "(" + arg + ")" + rest
-    return s
 
 
 def normalize(s: str) -> str:
@@ -234,13 +102,13 @@ def normalize(s: str) -> str:
     >>> normalize(r"90^\circ"), normalize(r"50\%"), normalize(r"125\textnormal{ miles}")
     ('90', '50', '125')
     """
-    s = _repetend(_unwrap_text(s.strip()))
+    s = repeating_decimals(_unwrap_text(s.strip()))
     for pattern, repl in _DROP:
         s = pattern.sub(repl, s)
-    s = _TRIG_DEGREES.sub(_trig_radians, s)
+    s = degree_angles(s)
     s = _DEGREES.sub(" ", s)
     if "\\choose" in s:
-        s = _choose_to_binom(s)
+        s = choose_to_binom(s)
     s = _PERCENT.sub(" ", s)
     s = _CURRENCY.sub(" ", s)
     s = re.sub(r"\\sqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
@@ -306,7 +174,6 @@ def key(s: str) -> str:
 
 # --------------------------------------------------------------------------- plain values
 
-_INT = r"\d+"
 _DEC = r"(?:\d+\.\d*|\.\d+|\d+)"
 _NUM = re.compile(rf"^([+-]?)({_DEC})(?:(?:e|E)([+-]?\d+)|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*"
                   rf"\{{?\s*([+-]?\d+)\s*\}}?)?$")
@@ -402,20 +269,6 @@ def base_digits(s: str) -> str | None:
     """The digits of a number written with its base (`101_2` -> '101'), else None."""
     m = _BASE.match(s.strip())
     return m.group(1) if m and _in_base(s.strip()) else None
-
-
-_MC = re.compile(r"^\(?\s*([A-J])\s*\)?(?:\s*[.:)]\s*.*|\s+\S.*)?$", re.S)
-
-
-def mc_letter(s: str) -> str | None:
-    r"""The multiple-choice letter an answer names: `(B)`, `B`, `B) 12`, `E: some text`.
-
-    >>> mc_letter(r"(B) 12"), mc_letter("E: A polygenic score"), mc_letter("12")
-    ('B', 'E', None)
-    """
-    s = re.sub(r"^(?:answer|option|choice)\s*[:：]?\s*", "", s.strip(), flags=re.I)
-    m = _MC.match(s)
-    return m.group(1) if m else None
 
 
 _WORD = re.compile(r"[^\W\d_]{2,}", re.U)
