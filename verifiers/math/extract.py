@@ -1,10 +1,14 @@
 r"""Find the final answer in a completion's answer span.
 
-Order (docs/math.md): `<answer>` tags, then `\boxed{}`/`\fbox{}`, then explicit answer statements
-("The answer is", "Final Answer:", `####`, "**Answer:**", "Answer: X", and their French, Spanish,
-German, Portuguese, Italian, Russian, Chinese, Japanese and Korean forms), then -- only when none of
-those exist -- the last value written. When a "Final Answer" heading exists, only what follows it
-counts. Several *different* candidates are all returned (the comparison then treats them as a
+Order (docs/math.md): `<answer>` tags, then boxes (`parser.boxes`), then explicit answer
+statements ("The answer is", "Final Answer:", `####`, "**Answer:**", `\textbf{Answer:}`, "Answer:
+X", a JSON object's "answer" field, and their French, Spanish, German, Portuguese, Italian,
+Russian, Chinese, Japanese and Korean forms), then -- only when none of those exist -- the last
+value written, read as its sentence states it (the first value after the sentence's last verb:
+"she has 17 apples in 4 baskets" states 17). When a "Final Answer" heading exists, only what
+follows it counts; end-of-turn tokens at the end are ignored. Values joined by a list or an
+alternative ("2 and 3", "12 -- though it could be 13") are read together, whatever their order.
+Several *different* candidates are all returned (the comparison then treats them as a
 multi-part answer, which is a hedge against a single-valued gold) unless a self-correction
 ("wait", "actually", "but", "I made a mistake" ...) separates them: then the last one counts.
 """

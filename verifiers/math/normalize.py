@@ -7,7 +7,10 @@ completion. What it decides here follows the policy in docs/math.md:
 - units, currency, degrees and percent signs are stripped but values are never rescaled;
 - thousands separators (`1,000`, `1{,}000`, `1\,000`) are removed;
 - a top-level list (`1, 2`, `1 and 2`, `x=1 or x=2`, `\{1,2\}`) is several values, and `\pm`
-  expands into its two values -- that is how a hedge shows up later: more values than the gold.
+  expands into its two values -- that is how a hedge shows up later: more values than the gold;
+- notations are rewritten into forms the readers know first (`notation`);
+- an answer longer than `MAX_ANSWER_CHARS` or nested deeper than `MAX_ANSWER_DEPTH` is not
+  read at all (`too_big`), so every step here stays linear in what it reads.
 """
 from __future__ import annotations
 

@@ -3,7 +3,11 @@ r"""MathReward: the math verifier behind the `Reward` interface.
 Layers, cheapest first (docs/math.md has the policy and the numbers):
 
 1. extraction (`extract.find_final`) and normalisation (`normalize.split_answer`) in the calling
-   process; the gold's parse is cached, since a GRPO group scores G completions of one gold;
+   process, linear in what they read (an answer over `normalize.MAX_ANSWER_CHARS` or nested
+   deeper than `MAX_ANSWER_DEPTH` is wrong unread: `ok`, 0, "answer too large/deep") and under
+   the reward's deadline where a timer can be set; the gold's parse is cached, since a GRPO group
+   scores G completions of one gold. A completion cut by the length limit gets no "last value
+   written" fallback unless `last_value_if_truncated`;
 2. the fast path (`compare.decide` without sympy): exact text, plain numbers, text answers,
    multiple-choice letters, structure (hedges, incomplete lists) -- most verdicts end here;
 3. the symbolic path (`symbolic.item_equal`: latex2sympy2 + sympy) for what is left, sent to the
@@ -34,7 +38,7 @@ from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
-VERSION = "1"
+VERSION = "2"
 _MC_GOLD = re.compile(r"^\(?([A-J])\)?$")
 _MC_LEAD = re.compile(r"^\s*(?i:answer|option|choice)?\s*[:：]?\s*\(?([A-J])\)?(?![\w'])")
 _MC_MORE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*\(?([A-J])\)?(?![\w'])")
