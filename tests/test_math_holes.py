@@ -67,6 +67,11 @@ def test_a_multi_solution_answer_in_prose_keeps_every_value(completion):
     "Thus she has 12 apples and 4 oranges.",
     "The number of cookies left is 12, since 20 - 8 = 12.",
     "So 3 * 4 = 12 apples.",
+    "He has 5 apples, so 5 + 7 = 12 apples in total.",
+    "After she has eaten 3, 12 remain.",
+    "Let's say 5 apples and 3 oranges, total 12.",
+    "Janet's ducks lay 16 eggs per day; she sells the rest for 12 dollars.",
+    "The total is 12, compared to 10 yesterday.",
 ])
 def test_one_stated_value_is_not_a_hedge(completion):
     assert score("12", completion)[0] == 1.0

@@ -356,9 +356,13 @@ _ALT_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise"
 _FILLER = _LIST_WORDS | _ALT_WORDS | {"it", "this", "that", "be", "is", "may", "would", "the",
                                       "answer", "but", "just", "well", "as", "—", "–", "--"}
 # the verb that states a conclusion: the value after the last one is the answer
-_VERB = re.compile(r"\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|had|makes?|"
+_VERB = re.compile(r"(?:\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|had|makes?|"
                    r"leaves?|totals?|costs?|becomes?|needs?|pays?|earns?|owes?|spends?|"
-                   r"takes?|will\s+be|comes?\s+to)\b|(?<=[A-Za-z])'s\b", re.I)
+                   r"takes?|will\s+be|comes?\s+to)|\b(?:it|that|he|she|there|this|what)'s)\b"
+                   r"(?!\s+(?:been\s+)?[A-Za-z]+(?:ed|en)\b)", re.I)   # not "has eaten"
+# where a sentence's last clause starts: its conclusion ("He has 5, so 5 + 7 = 12 in all")
+_CLAUSE_START = re.compile(r"(?:^|,|;|(?<!\d):(?!\d))\s*(?:so|thus|therefore|hence|then|and)\b"
+                           r"|;|(?<!\d):(?!\d)|^\s*(?:so|thus|therefore|hence)\b", re.I | re.M)
 _ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise|(?:but\s+)?"
                         r"(?:it|this|that)\s+(?:could|might|may)(?:\s+also)?\s+be)\b", re.I)
 _ALT_WORD = re.compile(r"\b(?:maybe|perhaps|possibly|could|might|alternatively|otherwise)\b",
@@ -432,18 +436,24 @@ def _conclusion(tail: str) -> str | None:
     options = _option_values(_clause(tail[start:]))
     if options:
         return options
-    values = _sentence_values(tail, start, cands, last=True)
+    values = _sentence_values(tail, _clause_start(tail, start, cands[-1][0]), cands, last=True)
     if _ALT_START.match(tail, start):
         before = [c for c in cands if c[1] <= start]
         if before:
-            values = _sentence_values(tail, _sentence_start(tail, before[-1][0]), before,
-                                      last=True) + " or " + values
+            head = _clause_start(tail, _sentence_start(tail, before[-1][0]), before[-1][0])
+            values = _sentence_values(tail, head, before, last=True) + " or " + values
     return values
 
 
 def _sentence_start(text: str, pos: int) -> int:
     ends = [m.end() for m in _HARD_END.finditer(text, 0, pos)]
     return ends[-1] if ends else 0
+
+
+def _clause_start(text: str, start: int, pos: int) -> int:
+    """Where the last clause before `pos` of the sentence from `start` begins."""
+    heads = [m.end() for m in _CLAUSE_START.finditer(text, start, pos)]
+    return heads[-1] if heads else start
 
 
 def _sentence_values(text: str, start: int, cands: list, last: bool) -> str:
@@ -457,9 +467,22 @@ def _sentence_values(text: str, start: int, cands: list, last: bool) -> str:
     if not last:
         return _stated_values(text, mine[0], cands)
     k = len(cands) - 1                            # the last value, and those joined before it
-    while k > mine[0] and _joins(text[cands[k - 1][1]:cands[k][0]]):
+    while k > mine[0] and _joins_back(text, cands[k - 1], cands[k]):
         k -= 1
     return _stated_values(text, k, cands)
+
+
+def _joins_back(text: str, before: tuple, value: tuple) -> bool:
+    """Is `before` listed with the sentence's last value? A bare comma lists only values of one
+    kind -- math spans, or named values ("$2$, $3$", "x = 2, x = 3") -- since in prose it as
+    often ends a clause ("After she has eaten 3, 12 remain")."""
+    gap = text[before[1]:value[0]]
+    if not _joins(gap):
+        return False
+    if gap.strip() != ",":
+        return True
+    kinds = [("=" in c[2], text[c[0]] in "$\\") for c in (before, value)]
+    return kinds[0] == kinds[1] and any(kinds[0])
 
 
 def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
