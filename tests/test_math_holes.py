@@ -33,6 +33,7 @@ HEDGES = [                                        # (completion, its values)
     ("So the answer is $12$. Or maybe $13$.", ("12", "13")),
     ("The answer is 12; it could also be 13.", ("12", "13")),
     ("The answer is 12 (or possibly 13).", ("12", "13")),
+    ("The answer is 12. Though 13 is also plausible.", ("12", "13")),
     ("I think it's 12, but it might be 13.", ("12", "13")),
     ("It's either 3 or 4", ("3", "4")),
     ("We find 5. Or perhaps 7.", ("5", "7")),

@@ -363,8 +363,9 @@ _VERB = re.compile(r"(?:\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|h
 # where a sentence's last clause starts: its conclusion ("He has 5, so 5 + 7 = 12 in all")
 _CLAUSE_START = re.compile(r"(?:^|,|;|(?<!\d):(?!\d))\s*(?:so|thus|therefore|hence|then|and)\b"
                            r"|;|(?<!\d):(?!\d)|^\s*(?:so|thus|therefore|hence)\b", re.I | re.M)
-_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise|(?:but\s+)?"
-                        r"(?:it|this|that)\s+(?:could|might|may)(?:\s+also)?\s+be)\b", re.I)
+_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise|(?:al)?though|"
+                        r"(?:but\s+)?(?:it|this|that)\s+(?:could|might|may)(?:\s+also)?\s+be)\b",
+                        re.I)
 _ALT_WORD = re.compile(r"\b(?:maybe|perhaps|possibly|could|might|alternatively|otherwise)\b",
                        re.I)
 _CLAUSE_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n;]")

@@ -92,7 +92,7 @@ def _unwrap_text(s: str) -> str:
 # reads them (an integer of thousands of digits, or 300 redundant parentheses, still fit)
 MAX_ANSWER_CHARS = 10_000
 MAX_ANSWER_DEPTH = 500
-_PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long (see symbolic.MAX_CHARS)
+_PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long
 
 
 def normalize(s: str) -> str:
