@@ -71,7 +71,8 @@ _CORRECTION = re.compile(
     r"reconsider\w*|re-?evaluat\w*|on second thought|however|but|instead|rather|rule[sd]? (?:it|this|that|them) out|"
     r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error)\b"
     r"|等等|不对|错了|其实|attendez|en fait|espera|eigentlich", re.I)
-_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|since|as|which|so that|"
+_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|"
+                           r"\s(?:because|since|as|which|so that|"
                            r"for|parce que|porque|weil|因为)\b|,\s+(?:which|so|since|because|"
                            r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
 _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
