@@ -111,6 +111,20 @@ def test_the_math_environment_reads_the_finish_reason_and_its_option():
         assert v.components["math"] == expected
 
 
+def test_rlvr_score_reads_a_rows_finish_reason(tmp_path):
+    import json
+    from rlvr.scoring import ScoreConfig, score_file
+    rows = [{"id": "cut", "answer": "42", "completion": RAMBLE + " 42", "finish_reason": "length"},
+            {"id": "done", "answer": "42", "completion": RAMBLE + " 42"}]
+    src, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    score_file(ScoreConfig(env="math", input=str(src), output=str(out), workers=0,
+                           progress=False))
+    scored = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert scored["cut"]["status"] == "unparsed" and scored["cut"]["score"] == 0.0
+    assert scored["done"]["score"] == 1.0
+
+
 # --------------------------------------------------------------------------- relations
 
 @pytest.mark.parametrize("gold,completion,expected", [
