@@ -188,7 +188,24 @@ def test_reading_runs_under_the_rewards_deadline(monkeypatch):
     v = reward.score(Task("t", answer="1"), "anything")
     assert time.monotonic() - t0 < 2.0
     assert (v.score, v.status) == (0.0, "ok") and "too costly to read" in v.reason
-    assert reward.max_verify_s == 2 * reward.deadline_s
+    assert reward.max_verify_s == reward.deadline_s         # reading and comparing share it
+
+
+def test_reading_and_comparing_share_one_deadline(monkeypatch):
+    from rlvr.verifiers.math import reward as reward_module
+    original = reward_module.find_final
+
+    def slow_reader(*args, **kwargs):
+        time.sleep(0.7)
+        return original(*args, **kwargs)
+    reward = MathReward(symbolic="inline", deadline_s=1.0)
+    reward.score(Task("warm", answer="1"), r"\boxed{\sqrt{2}}")
+    monkeypatch.setattr(reward_module, "find_final", slow_reader)
+    slow = r"\boxed{\prod_{k=1}^{20000} \left(1+\frac{1}{k^2}\right)}"    # sympy: minutes
+    t0 = time.monotonic()
+    v = reward.score(Task("t", answer="5"), slow)
+    assert (v.score, v.status) == (0.0, "ok") and "too costly" in v.reason
+    assert time.monotonic() - t0 < 1.5          # 0.7 s reading + the 0.3 s it left
 
 
 # --------------------------------------------------------------------------- silent zeros

@@ -238,10 +238,9 @@ class MathReward(BaseReward):
 
     @property
     def max_verify_s(self) -> float:
-        """Reading a completion (bounded in size, and by `deadline_s` where a timer can be set)
-        and at most one symbolic comparison (bounded by `deadline_s`): what an outer deadline
-        (a scoring pool's) must leave room for."""
-        return 2 * self.deadline_s
+        """Reading a completion and at most one symbolic comparison share `deadline_s`: what an
+        outer deadline (a scoring pool's) must leave room for."""
+        return self.deadline_s
 
     def __getstate__(self):            # pools hold locks and pipes: rebuilt where unpickled
         state = dict(self.__dict__)
@@ -291,39 +290,45 @@ class MathReward(BaseReward):
         pending, starts = [], [0.0] * len(tasks)
         for i, (task, comp) in enumerate(zip(tasks, completions)):
             starts[i] = time.perf_counter()
-            try:
-                with _inline_deadline(self.deadline_s):    # reading, too, has a deadline
-                    prep = self._prepare(task, as_completion(comp))
-                    if isinstance(prep, Verdict):
-                        out[i] = prep
-                    else:
-                        gold, pred, text = prep
-                        d = decide(gold, pred)
-                        if d.equal is None:
-                            pending.append((i, gold, pred, text))
-                        else:
-                            out[i] = _to_verdict(d, text)
-            except _TooSlow:
-                out[i] = Verdict(0.0, OK, reason=f"answer too costly to read: not read within "
-                                                 f"{self.deadline_s:g}s")
-            except Exception as exc:      # the model-output boundary: counted, never scored
-                out[i] = Verdict(0.0, ERROR, reason=f"{type(exc).__name__}: {exc}")
-            if out[i] is not None:
+            read = self._read(task, as_completion(comp))
+            if isinstance(read, Verdict):
+                out[i] = read
                 out[i].latency_s = time.perf_counter() - starts[i]
+            else:
+                pending.append((i, *read, time.perf_counter() - starts[i]))
         if pending:
             self._symbolic(pending, out, starts)
         for v in out:
             v.version = f"{self.name}@{self.version}"
         return out  # type: ignore[return-value]
 
+    def _read(self, task: Task, completion: Completion) -> Verdict | tuple:
+        """Reading and the fast path, under the deadline where a timer can be set: a Verdict,
+        or (gold, pred, text) for the symbolic path."""
+        try:
+            with _inline_deadline(self.deadline_s):
+                prep = self._prepare(task, completion)
+                if isinstance(prep, Verdict):
+                    return prep
+                gold, pred, text = prep
+                d = decide(gold, pred)
+                return prep if d.equal is None else _to_verdict(d, text)
+        except _TooSlow:
+            return Verdict(0.0, OK, reason=f"answer too costly to read: not read within "
+                                           f"{self.deadline_s:g}s")
+        except Exception as exc:          # the model-output boundary: counted, never scored
+            return Verdict(0.0, ERROR, reason=f"{type(exc).__name__}: {exc}")
+
     def _symbolic(self, pending, out, starts) -> None:
-        jobs = [(gold, pred) for _, gold, pred, _ in pending]
+        """The comparisons the fast path left open; each gets what reading left of
+        `deadline_s`, so reading and comparing together stay within it."""
+        jobs = [(gold, pred) for _, gold, pred, _, _ in pending]
         inline = self.symbolic == "inline" or (self.symbolic == "auto" and in_pool_worker())
         if inline:
             _warm_symbolic()
-            for (i, _, _, text), job in zip(pending, jobs):
+            for (i, _, _, text, spent), job in zip(pending, jobs):
                 try:
-                    with _inline_deadline(self.deadline_s):
+                    with _inline_deadline(max(self.deadline_s - spent, 1e-3)):
                         decision = symbolic_job(None, job)
                     out[i] = _to_verdict(decision, text)
                 except _TooSlow:
@@ -333,8 +338,9 @@ class MathReward(BaseReward):
                 out[i].latency_s = time.perf_counter() - starts[i]
             return
         pool = self._pool or default_pool()
-        outcomes = pool.map(symbolic_job, jobs, deadline_s=self.deadline_s)
-        for (i, _, _, text), o in zip(pending, outcomes):
+        left = max(self.deadline_s - max(p[4] for p in pending), 1e-3)
+        outcomes = pool.map(symbolic_job, jobs, deadline_s=left)
+        for (i, _, _, text, _), o in zip(pending, outcomes):
             if o.status == "ok":
                 out[i] = _to_verdict(o.value, text)
             elif o.status == "timeout":
