@@ -49,9 +49,9 @@ _FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|resp
 # what closes a bold or quoted answer label (`\textbf{Answer:} 17`, `<b>Answer</b>: 17`,
 # `__Answer__: 17`), with the colon, before the value
 _LABEL_END = re.compile(r"^(?:[\s:=：*_}]|</(?:b|strong)>)+")
-# end-of-turn tokens a completion may still carry (`<|im_end|>`, `<|eot_id|>`, `</s>`, ...)
-_END_TOKENS = re.compile(r"(?:\s*(?:<\|(?:im_end|eot_id|endoftext|end_of_text|end|eom_id)\|>|</s>|"
-                         r"<eos>|<end_of_turn>|<｜end▁of▁sentence｜>))+\s*$")
+# end-of-turn tokens a completion may still carry at its end
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>", "<|end|>",
+               "<|eom_id|>", "</s>", "<eos>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
 # an answer in a JSON object: `{"answer": 17}`, `{"final_answer": "\\frac{1}{2}"}`
 _JSON_KEY = re.compile(r'"(?:final[_ ]?answer|answer)"\s*:\s*', re.I)
 _JSON = json.JSONDecoder()
@@ -550,8 +550,21 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
     ('220',)
     """
-    text = _EMPTY_TAG.sub(" ", _END_TOKENS.sub("", span[-MAX_SCAN_CHARS:]))
+    text = _EMPTY_TAG.sub(" ", _without_end_tokens(span[-MAX_SCAN_CHARS:]))
     return _find(text, mc, text_gold)
+
+
+def _without_end_tokens(text: str) -> str:
+    """`text` without the end-of-turn tokens (and the spaces between them) it ends with; one
+    pass from the end (a regex anchored at the end would rescan every run of spaces)."""
+    end = found = len(text)
+    while True:
+        while end and text[end - 1].isspace():
+            end -= 1
+        token = next((t for t in _END_TOKENS if text.endswith(t, 0, end)), None)
+        if token is None:
+            return text[:end] if found != len(text) else text
+        end = found = end - len(token)
 
 
 def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
