@@ -154,7 +154,7 @@ PATHOLOGICAL = {
     "many answer tags": "<answer>1</answer>" * 11_000,
     "many different boxes": "".join(f"\\boxed{{{i}}}" for i in range(16_000)),
     "nested text commands": "\\boxed{" + "\\text{" * 499 + "1" * 6000 + "}" * 499 + "}",
-    "end tokens then a value": "<|im_end|> " * 20_000 + "5",
+    "end tokens then a value": "<|im_end|> " * 20_000 + "7",
     "a run of line breaks": "1" + " \n" * 100_000 + "x",
 }
 
