@@ -15,8 +15,8 @@ __all__ = ["plain_to_latex", "repeating_decimals", "degree_angles", "choose_to_b
 
 # repeating decimals: `0.\overline{6}`, `0.\dot{6}`, `0.1\dot{4}2\dot{8}`, `0.\bar{3}`, and
 # `0.666\ldots` / `0.58333...` where the written digits show the repeating block
-_DOTTED = re.compile(r"(\d*\.\d*)\\dot\{?(\d)\}?(?:(\d*)\\dot\{?(\d)\}?)?")
-_BARRED = re.compile(r"(\d*\.\d*)\\bar\{(\d+)\}")
+_DOTTED = re.compile(r"(?<![\d.])(\d*\.\d*)\\dot\{?(\d)\}?(?:(\d*)\\dot\{?(\d)\}?)?")
+_BARRED = re.compile(r"(?<![\d.])(\d*\.\d*)\\bar\{(\d+)\}")
 _TRAILING_DOTS = re.compile(r"(?<![\d.])(\d*\.\d+)\s*(?:\\[lc]?dots(?![a-zA-Z])|\.{3}|…)")
 
 

@@ -85,8 +85,8 @@ def parse_gold(gold: str) -> GoldAnswer:
     return GoldAnswer(answer, text, letter, is_text=words)
 
 
-_RESTATED = re.compile(r"\s*[,;]?\s*(\()?\s*\b(?:i\.\s?e\.|that is|or equivalently|equivalently|"
-                       r"namely)(?!\w)\s*,?\s*", re.I)
+_RESTATED = re.compile(r"(\(\s*)?\b(?:i\.\s?e\.|that is|or equivalently|equivalently|namely)"
+                       r"(?!\w)\s*,?\s*", re.I)
 
 
 def _restated(gold: str) -> Answer:
@@ -96,7 +96,7 @@ def _restated(gold: str) -> Answer:
     m = _RESTATED.search(gold)
     if not m or not gold[:m.start()].strip() or not gold[m.end():].strip():
         return split_answer(gold)
-    first, second = gold[:m.start()].strip(), gold[m.end():].strip()
+    first, second = gold[:m.start()].strip().rstrip(",;").strip(), gold[m.end():].strip()
     if m.group(1) and second.endswith(")"):
         second = second[:-1].strip()              # "30 (i.e. P(6, 2))"
     forms = [split_answer(first), split_answer(second)]
