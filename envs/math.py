@@ -103,12 +103,15 @@ def _rewards(parser: ThinkParser, reward, format_weight: float) -> list:
 def math_env(data: str | None = None, split: str = "train", config: str | None = None,
              question_field: str | None = None, answer_field: str | None = None,
              prompt_style: str = "chat", limit: int | None = None, cache_dir: str | None = None,
-             deadline_s: float = 5.0, format_weight: float = 0.0) -> Environment:
+             deadline_s: float = 5.0, format_weight: float = 0.0,
+             last_value_if_truncated: bool = False) -> Environment:
     r"""GSM8K / MATH-style problems scored by MathReward (answer equivalence, docs/math.md).
 
     `data`: a JSONL/JSON/Parquet file, a `save_to_disk` directory, or a hub id such as
     `openai/gsm8k` (with `config="main"`); None serves the built-in rows. Question and answer
     fields are found by name (`question`/`problem`..., `answer`/`solution`...) unless given.
+    `last_value_if_truncated`: read "the last value written" also from completions cut by the
+    length limit (off: such a completion, stating no answer, is `unparsed`; docs/math.md).
 
     >>> env = math_env()
     >>> task = env.get_task("builtin/0")
@@ -119,19 +122,22 @@ def math_env(data: str | None = None, split: str = "train", config: str | None =
     rows = load_rows(data, split, config, cache_dir, limit)
     tasks = rows_to_math_tasks(rows, split, prompt_style, question_field, answer_field)
     return math_rows_env("math", tasks, split, prompt_style, deadline_s, format_weight,
-                         "Math word problems and competition maths; final-answer equivalence.")
+                         "Math word problems and competition maths; final-answer equivalence.",
+                         last_value_if_truncated)
 
 
 def math_rows_env(name: str, tasks: list[Task], split: str, prompt_style: str,
                   deadline_s: float, format_weight: float = 0.0,
-                  description: str = "") -> Environment:
+                  description: str = "", last_value_if_truncated: bool = False) -> Environment:
     """An environment over fixed math tasks scored by MathReward (plus an optional format
     reward), with a gold completion in the prompt style's shape: what `math` and the standard
     benchmarks (rlvr.envs.benchmarks) share."""
     parser = ThinkParser(prefilled=True if prompt_style == "base" else None)
+    reward = MathReward(parser, deadline_s=deadline_s,
+                        last_value_if_truncated=last_value_if_truncated)
     env = Environment(
         name=name, source=RowSource({split: tasks}), version="1", parser=parser,
-        rewards=_rewards(parser, MathReward(parser, deadline_s=deadline_s), format_weight),
+        rewards=_rewards(parser, reward, format_weight),
         description=description)
     if prompt_style == "base":
         env.gold = lambda t: f" I work it out.</think> <answer>{t.answer}</answer>"
@@ -144,9 +150,11 @@ def math_rows_env(name: str, tasks: list[Task], split: str, prompt_style: str,
 def math_arithmetic(n_terms: int = 3, max_value: int = 20, ops: str = "+-*",
                     parentheses: bool = True, test_fraction: float = 0.2,
                     prompt_style: str = "chat", format_weight: float = 0.0,
-                    deadline_s: float = 5.0) -> Environment:
+                    deadline_s: float = 5.0, last_value_if_truncated: bool = False
+                    ) -> Environment:
     """The `arithmetic` tasks scored by MathReward instead of exact numeric match, so answers
-    such as `\\boxed{42}`, `42.0`, `x = 42` or `The answer is 42` all count.
+    such as `\\boxed{42}`, `42.0`, `x = 42` or `The answer is 42` all count
+    (`last_value_if_truncated` as in `math`).
 
     >>> env = math_arithmetic(n_terms=2, max_value=9)
     >>> task = env.sample(1)[0]
@@ -155,9 +163,11 @@ def math_arithmetic(n_terms: int = 3, max_value: int = 20, ops: str = "+-*",
     """
     source = ArithmeticSource(n_terms, max_value, ops, parentheses, test_fraction, prompt_style)
     parser = ThinkParser(prefilled=True if prompt_style == "base" else None)
+    reward = MathReward(parser, deadline_s=deadline_s,
+                        last_value_if_truncated=last_value_if_truncated)
     env = Environment(
         name="math-arithmetic", source=source, version="1", parser=parser,
-        rewards=_rewards(parser, MathReward(parser, deadline_s=deadline_s), format_weight),
+        rewards=_rewards(parser, reward, format_weight),
         description="Integer +,-,* expressions; MathReward on the answer span.")
     if prompt_style == "base":
         env.gold = lambda t: f" I compute it.</think> <answer>{t.answer}</answer>"

@@ -244,7 +244,7 @@ def test_numbers_agree_on_the_digits_they_state():
 
 
 def test_plain_text_function_notation():
-    from rlvr.verifiers.math.normalize import plain_to_latex
+    from rlvr.verifiers.math.notation import plain_to_latex
     assert normalize("2*sqrt(2)") == r"2*\sqrt{2}"
     assert normalize("sqrt(sqrt(2)+1)") == r"\sqrt{\sqrt{2}+1}"
     assert plain_to_latex("log(3)") == r"\ln(3)"                    # natural, as in sympy
@@ -336,7 +336,8 @@ def test_decide_fast_path_leaves_symbolic_work_undecided():
     assert decide(split_answer("3"), split_answer("3, 4")).equal is False
 
 
-@pytest.mark.parametrize("module", ["normalize", "extract", "reward", "latex_lite", "countdown"])
+@pytest.mark.parametrize("module", ["normalize", "notation", "extract", "reward", "latex_lite",
+                                    "countdown"])
 def test_docstring_examples(module):
     import doctest
     import importlib

@@ -49,6 +49,45 @@ def test_boxed_nested_braces_and_fbox():
     assert all_boxed(r"\boxed{unclosed") == []
 
 
+# text, the closed boxes' contents: what every reader (all_boxed, last_boxed, the math
+# verifier) sees, because they share one scanner
+BOXES = [
+    (r"\framebox{4}", ["4"]),
+    (r"\boxed[x]{4}", ["4"]),
+    (r"\boxed{\{1, 2\}}", [r"\{1, 2\}"]),
+    (r"\boxed{a\}b}", [r"a\}b"]),
+    (r"\boxed{1 \\} and more", [r"1 \\"]),          # `\\` is a line break, then the close
+    (r"\boxed{3} then \boxed{4", ["3"]),
+    (r"\boxed 7.", ["7"]),
+    (r"\boxed{\boxed{5}}", [r"\boxed{5}"]),
+    (r"\boxedx{4}", []),
+]
+
+
+@pytest.mark.parametrize("text,contents", BOXES, ids=[b[0] for b in BOXES])
+def test_one_box_scanner_for_every_reader(text, contents):
+    from rlvr.verifiers.math.extract import _boxes
+    from rlvr.verifiers.parser import boxes, last_boxed
+    assert all_boxed(text) == contents
+    assert last_boxed(text) == (contents[-1] if contents else None)
+    found = boxes(text)
+    if found and not found[-1].closed:
+        assert _boxes(text) is None               # the math reader: truncated, no answer
+    else:
+        assert [c for _, _, c in _boxes(text)] == contents
+
+
+def test_the_box_scanner_never_raises_on_truncated_text():
+    from rlvr.verifiers.math import find_final
+    from rlvr.verifiers.parser import boxes
+    text = r"so \boxed{\frac{1}{2}} or \framebox[x]{\{3\}} and \fbox{4 \\} then \boxed 5."
+    for cut in range(len(text) + 1):
+        found = boxes(text[:cut])
+        assert all(b.closed for b in found[:-1])
+        find_final(text[:cut])                    # no exception, whatever the cut
+    assert [(b.content, b.closed) for b in boxes(r"\boxed{4")] == [("4", False)]
+
+
 FORMAT = [
     (ThinkFormat(), "<think>ok</think> 4", 1.0, ""),
     (ThinkFormat(), "4", 0.0, "no think block"),

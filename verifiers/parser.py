@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Parsed", "ThinkParser", "parse", "last_boxed", "all_boxed", "answer_tag"]
+__all__ = ["Parsed", "ThinkParser", "parse", "Box", "boxes", "last_boxed", "all_boxed",
+           "answer_tag", "tag_blocks"]
 
 
 @dataclass(frozen=True)
@@ -112,50 +113,78 @@ def parse(text: str) -> Parsed:
     return _default.parse(text)
 
 
-def all_boxed(text: str, commands: tuple[str, ...] = ("\\boxed", "\\fbox")) -> list[str]:
-    r"""Contents of every `\boxed{...}` / `\fbox{...}`, in order, with nested braces matched.
+@dataclass(frozen=True)
+class Box:
+    """One `\\boxed{...}` in a text: where it is and what it holds. `closed` is False for a box
+    the text ends inside (a truncated completion); its `content` is then the rest of the text."""
+    start: int
+    end: int
+    content: str
+    closed: bool = True
+
+
+# `\boxed`, `\fbox`, `\framebox`, each with an optional `[...]` argument (`\boxed[x]{4}`)
+_BOX = re.compile(r"\\(boxed|fbox|framebox)(?![a-zA-Z])\s*(?:\[[^\]{}]{0,100}\]\s*)?")
+_BARE = re.compile(r"[^\s$.,;]+")                  # `\boxed 5`: the token after it
+
+
+def boxes(text: str) -> list[Box]:
+    r"""Every box in `text`, in order, with nested braces matched; the one scanner behind
+    `all_boxed`, `last_boxed` and the math verifier's answer reader.
+
+    A backslash escapes the character after it, so `\{` and `\}` never open or close a group
+    (and `\\{` is a line break, then a brace). `\boxed 5` (no braces) boxes its next token. A box
+    that never closes ends the list, marked `closed=False`; nothing raises, whatever the text.
+    One pass over the text: boxes never overlap, and a box inside a box is part of its content.
+
+    >>> [(b.content, b.closed) for b in boxes(r"\boxed{\frac{1}{2}}, \fbox{3}, \boxed{4")]
+    [('\\frac{1}{2}', True), ('3', True), ('4', False)]
+    """
+    out, i = [], 0
+    while (m := _BOX.search(text, i)) is not None:
+        j = m.end()
+        if text.startswith("{", j):
+            close = _group_end(text, j)
+            if close < 0:
+                out.append(Box(m.start(), len(text), text[j + 1:].strip(), closed=False))
+                return out
+            out.append(Box(m.start(), close + 1, text[j + 1:close].strip()))
+            i = close + 1
+            continue
+        tok = _BARE.match(text, j) if m.group(1) == "boxed" else None
+        if tok:
+            out.append(Box(m.start(), tok.end(), tok.group(0)))
+            i = tok.end()
+        else:
+            i = m.end()
+    return out
+
+
+def _group_end(text: str, start: int) -> int:
+    """Index of the `}` closing the group opened at text[start], or -1 when it never closes."""
+    depth, k = 0, start
+    while k < len(text):
+        c = text[k]
+        if c == "\\":
+            k += 2                               # an escaped character never counts
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return k
+        k += 1
+    return -1
+
+
+def all_boxed(text: str) -> list[str]:
+    r"""Contents of every closed `\boxed{...}` / `\fbox{...}` / `\framebox{...}`, in order.
 
     >>> all_boxed(r"so \boxed{\frac{1}{2}} or \fbox{3}")
     ['\\frac{1}{2}', '3']
     """
-    out, i = [], 0
-    pattern = re.compile("|".join(re.escape(c) for c in commands))
-    while True:
-        m = pattern.search(text, i)
-        if not m:
-            return out
-        j = m.end()
-        while j < len(text) and text[j] == " ":
-            j += 1
-        if j < len(text) and text[j] == "{":
-            content, end = _braced(text, j)
-            if content is not None:
-                out.append(content.strip())
-                i = end
-                continue
-        elif j < len(text) and m.group(0) == "\\boxed":   # `\boxed 5` (no braces)
-            tok = re.match(r"[^\s$.,;]+", text[j:])
-            if tok:
-                out.append(tok.group(0))
-                i = j + tok.end()
-                continue
-        i = m.end()
-
-
-def _braced(text: str, start: int) -> tuple[str | None, int]:
-    """The content of the brace group opening at text[start] and the index after it."""
-    depth = 0
-    for k in range(start, len(text)):
-        c = text[k]
-        if c == "\\" and k + 1 < len(text) and text[k + 1] in "{}":
-            continue
-        if c == "{" and (k == 0 or text[k - 1] != "\\"):
-            depth += 1
-        elif c == "}" and (k == 0 or text[k - 1] != "\\"):
-            depth -= 1
-            if depth == 0:
-                return text[start + 1:k], k + 1
-    return None, len(text)
+    return [b.content for b in boxes(text) if b.closed]
 
 
 def last_boxed(text: str) -> str | None:
@@ -164,9 +193,21 @@ def last_boxed(text: str) -> str | None:
     return found[-1] if found else None
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+def tag_blocks(text: str, tag: str = "answer") -> list[tuple[int, int, str]]:
+    """(start, end, content) of every `<tag>...</tag>` block, in order; each block ends at the
+    first close after its open. One pass over the text (a lazy regex would rescan the rest of
+    the text from every open that never closes)."""
+    open_, close = f"<{tag}>", f"</{tag}>"
+    out, i = [], 0
+    while (a := text.find(open_, i)) >= 0:
+        b = text.find(close, a + len(open_))
+        if b < 0:
+            break
+        out.append((a, b + len(close), text[a + len(open_):b]))
+        i = b + len(close)
+    return out
 
 
 def answer_tag(text: str) -> list[str]:
     """Contents of every `<answer>...</answer>` block, stripped."""
-    return [m.strip() for m in _ANSWER_TAG.findall(text)]
+    return [content.strip() for _, _, content in tag_blocks(text)]

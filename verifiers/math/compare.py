@@ -19,13 +19,26 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Optional
 
-from .normalize import Answer, Item, Number, is_text, key, parse_number
+from .normalize import Answer, Item, Number, base_digits, is_text, key, parse_number
 
-__all__ = ["Decision", "decide", "fast_item_equal", "numbers_equal", "split_tuple", "REL_TOL"]
+__all__ = ["Decision", "decide", "fast_item_equal", "numbers_equal", "split_tuple", "REL_TOL",
+           "Unreadable", "TooLarge", "GoldUnreadable"]
 
 REL_TOL = Fraction(1, 10**6)      # a decimal equals a value to a relative 1e-6 (policy)
 
 Tri = Optional[bool]              # True / False / None (undecided)
+
+
+class Unreadable(ValueError):
+    """The text is not math we can read."""
+
+
+class TooLarge(ValueError):
+    """The text or its value is beyond the bounds we let sympy work on."""
+
+
+class GoldUnreadable(Unreadable):
+    """The gold side could not be read (reported as gold_unparseable)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,9 @@ def fast_item_equal(g: str, p: str) -> Tri:
     """One gold value vs one predicted value without sympy; None when it cannot tell."""
     if key(g) == key(p):
         return True
+    based = base_digits(g) or base_digits(p)
+    if based and based in (key(g), key(p)):
+        return True                      # `101_2` and `101`: the digits, written in the base
     rg, rp = _ratio(g), _ratio(p)
     if rg or rp:
         if not (rg and rp) or len(rg) != len(rp):
@@ -134,6 +150,25 @@ def _all(results) -> Tri:
 
 def _label(s: str) -> str:
     return re.sub(r"[{}\s]", "", s).casefold()
+
+
+_BARE_NAME = re.compile(r"(?:[a-z]|\\[a-z]+)'*(?:_\w+)?")
+
+
+def _names_differ(gold_label: str, pred_label: str) -> bool:
+    """Do two labels name different things? `a` vs `b`, or a bare variable against a function
+    of it (`|x|`, `f(x)` vs `x`). Longer names are not judged: `y` and `f(x)` may name one
+    function's value, `AB` and `|AB|` one length."""
+    a, b = _label(gold_label), _label(pred_label)
+    if not a or not b or a == b:
+        return False
+    bare_a, bare_b = _BARE_NAME.fullmatch(a), _BARE_NAME.fullmatch(b)
+    if bare_a and bare_b:
+        return True
+    if not (bare_a or bare_b):
+        return False
+    name, other = (a, b) if bare_a else (b, a)
+    return bool(re.search(rf"(?<![a-z\\]){re.escape(name)}(?![a-z])", other))
 
 
 def _dedupe(items: tuple[Item, ...]) -> list[Item]:
@@ -176,6 +211,8 @@ def _one(gold: Answer, pred: Answer, item_eq) -> Decision:
         return Decision(False, "empty answer", "unparsed")
     if len(g_items) == 1 and len(p_items) == 1:
         g, p = g_items[0], p_items[0]
+        if _names_differ(g.label, p.label):
+            return Decision(False, f"names {p.label!r}, gold names {g.label!r}")
         gt, pt = g.text, p.text
         if g.label and not p.label and _equation(pt):      # y = 2x+1 vs 2x - y + 1 = 0
             gt = f"{g.label}={gt}"
@@ -205,6 +242,10 @@ def _one(gold: Answer, pred: Answer, item_eq) -> Decision:
     g_labels = [_label(i.label) for i in g_items]
     p_labels = [_label(i.label) for i in p_items]
     distinct = all(g_labels) and len(set(g_labels)) == len(g_labels)
+    if distinct and all(p_labels):
+        stray = [p for p in p_items if all(_names_differ(g.label, p.label) for g in g_items)]
+        if stray:
+            return Decision(False, f"names {stray[0].label!r}, not one of the gold's")
     if distinct and all(p_labels) and set(p_labels) == set(g_labels):
         by = {lab: it.text for lab, it in zip(p_labels, p_items)}
         r = _all(item_eq(g.text, by[lab]) for lab, g in zip(g_labels, g_items))
@@ -219,9 +260,14 @@ def decide(gold: Answer, pred: Answer,
            item_eq: Callable[[str, str], Tri] = fast_item_equal) -> Decision:
     """Equal under any reading of either side (`1,22` is a list or a decimal-comma number)."""
     first_false, undecided = None, False
-    for g in gold.readings():
+    for n, g in enumerate(gold.readings()):
         for p in pred.readings():
-            d = _one(g, p, item_eq)
+            try:
+                d = _one(g, p, item_eq)
+            except GoldUnreadable:
+                if n == 0:
+                    raise
+                continue          # another way the gold states its value, one sympy cannot read
             if d.equal is True:
                 return d
             if d.equal is None:

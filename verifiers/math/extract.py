@@ -1,25 +1,32 @@
 r"""Find the final answer in a completion's answer span.
 
-Order (docs/math.md): `<answer>` tags, then `\boxed{}`/`\fbox{}`, then explicit answer statements
-("The answer is", "Final Answer:", `####`, "**Answer:**", "Answer: X", and their French, Spanish,
-German, Portuguese, Italian, Russian, Chinese, Japanese and Korean forms), then -- only when none of
-those exist -- the last value written. When a "Final Answer" heading exists, only what follows it
-counts. Several *different* candidates are all returned (the comparison then treats them as a
+Order (docs/math.md): `<answer>` tags, then boxes (`parser.boxes`), then explicit answer
+statements ("The answer is", "Final Answer:", `####`, "**Answer:**", `\textbf{Answer:}`, "Answer:
+X", a JSON object's "answer" field, and their French, Spanish, German, Portuguese, Italian,
+Russian, Chinese, Japanese and Korean forms), then -- only when none of those exist -- the last
+value written, read as its sentence states it (the first value after the sentence's last verb:
+"she has 17 apples in 4 baskets" states 17). When a "Final Answer" heading exists, only what
+follows it counts; end-of-turn tokens at the end are ignored. Values joined by a list or an
+alternative ("2 and 3", "12 -- though it could be 13") are read together, whatever their order.
+Several *different* candidates are all returned (the comparison then treats them as a
 multi-part answer, which is a hedge against a single-valued gold) unless a self-correction
 ("wait", "actually", "but", "I made a mistake" ...) separates them: then the last one counts.
 """
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass
 
-from .normalize import key, normalize
+from ..parser import boxes, tag_blocks
+from .normalize import is_label, key, normalize, too_big
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
 MAX_SCAN_CHARS = 200_000      # only the end of a larger answer span is searched
 _MAX_STATEMENTS = 64          # the last this many answer statements are read
+_MAX_CANDIDATES = 64          # ... and boxes or tags (more than that differing is a hedge anyway)
 _FALLBACK_CHARS = 3_000
 
 
@@ -34,13 +41,20 @@ class Found:
         return " | ".join(self.parts)
 
 
-_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
 _EMPTY_TAG = re.compile(r"<answer>\s*</answer>")
 _NON_MATH = re.compile(r"[^\x00-\x7Fπ√≤≥≠°²³−×·÷∞€£¥]")
-_BOX = re.compile(r"\\(?:boxed|fbox|framebox)\s*(?:\[[^\]]*\])?\s*")
 _FINAL_HEADING = re.compile(r"final\s+answer|最终答案|réponse\s+finale|respuesta\s+final|"
                             r"endgültige\s+antwort|resposta\s+final|risposta\s+finale|"
                             r"окончательный\s+ответ", re.I)
+# what closes a bold or quoted answer label (`\textbf{Answer:} 17`, `<b>Answer</b>: 17`,
+# `__Answer__: 17`), with the colon, before the value
+_LABEL_END = re.compile(r"^(?:[\s:=：*_}]|</(?:b|strong)>)+")
+# end-of-turn tokens a completion may still carry at its end
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>", "<|end|>",
+               "<|eom_id|>", "</s>", "<eos>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
+# an answer in a JSON object: `{"answer": 17}`, `{"final_answer": "\\frac{1}{2}"}`
+_JSON_KEY = re.compile(r'"(?:final[_ ]?answer|answer)"\s*:\s*', re.I)
+_JSON = json.JSONDecoder()
 _MARKER = re.compile(
     r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|(?<![</])\banswer\b)"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?\s*(?:[:=：]|\bis\b)?\s*(?:\*\*)?\s*(?:[:=：])?"
@@ -57,13 +71,16 @@ _CORRECTION = re.compile(
     r"reconsider\w*|re-?evaluat\w*|on second thought|however|but|instead|rather|rule[sd]? (?:it|this|that|them) out|"
     r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error)\b"
     r"|等等|不对|错了|其实|attendez|en fait|espera|eigentlich", re.I)
-_SENTENCE_END = re.compile(r"\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|\s(?:because|since|as|which|so that|"
+_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|"
+                           r"\s(?:because|since|as|which|so that|"
                            r"for|parce que|porque|weil|因为)\b|,\s+(?:which|so|since|because|"
                            r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
 _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
                        r"|\\\[(.+?)\\\]", re.S)
-_NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+\s+(?=\d+\s*/\s*\d))?(?:\d{1,3}(?:,\d{3})+|\d+)"
-              r"(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*%)?(?!\d)")     # 42, 1,000.5, 3/4, 2 1/4, 5%
+# 42, 1,000.5, 3/4, 2 1/4, 5%; a mixed number's parts share a line ("11" then "5/6" below it
+# are two values)
+_NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+[ \t]+(?=\d+[ \t]*/[ \t]*\d))?"
+              r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:[ \t]*/[ \t]*\d+)?(?:\s*%)?(?!\d)")
 _NUMBER = re.compile(_NUMBER_RE)
 # Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a call or `pi`, widened to the
 # numbers, operators and calls written next to it (normalize.plain_to_latex reads the result).
@@ -117,55 +134,38 @@ _LIST_CONT = re.compile(r"^\s*(?:,|/|\bor\b|\band\b|&|\bou\b|\bo\b|\boder\b|ил
 _LETTER = re.compile(r"(?<![\w\\])\(?([A-J])\)?(?![\w'])")
 
 
-def _boxes(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, content) of every `\\boxed{}`/`\\fbox{}`, braces matched."""
-    out, i = [], 0
-    while True:
-        m = _BOX.search(text, i)
-        if not m:
-            return out
-        j = m.end()
-        if j < len(text) and text[j] == "{":
-            depth, k = 0, j
-            while k < len(text):
-                c = text[k]
-                if c == "\\" and k + 1 < len(text):
-                    k += 2
-                    continue
-                depth += {"{": 1, "}": -1}.get(c, 0)
-                if depth == 0:
-                    break
-                k += 1
-            if depth == 0:
-                out.append((m.start(), k + 1, text[j + 1:k].strip()))
-                i = k + 1
-                continue
-            raise _Unclosed()               # a box that never closes: a truncated answer
-        tok = re.match(r"[^\s$.,;]+", text[j:])
-        if tok and m.group(0).startswith("\\boxed"):
-            out.append((m.start(), j + tok.end(), tok.group(0)))
-            i = j + tok.end()
-            continue
-        i = m.end()
+def _boxes(text: str) -> list[tuple[int, int, str]] | None:
+    """(start, end, content) of every box (`parser.boxes`); None when the text ends inside one:
+    a truncated answer, which has no final answer."""
+    found = boxes(text)
+    if found and not found[-1].closed:
+        return None
+    return [(b.start, b.end, b.content) for b in found]
 
 
 def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
     """Several candidates -> the distinct ones that stand, after self-corrections."""
     if not cands:
         return []
+    cands = cands[-_MAX_CANDIDATES:]
     for k in range(len(cands) - 1, 0, -1):
         gap = text[cands[k - 1][1]:cands[k][0]]
-        if key(normalize(cands[k - 1][2])) != key(normalize(cands[k][2])) \
-                and _CORRECTION.search(gap):
+        if _key(cands[k - 1][2]) != _key(cands[k][2]) and _CORRECTION.search(gap):
             cands = cands[k:]
             break
     seen, out = set(), []
     for _, _, value in cands:
-        k = key(normalize(value))
+        k = _key(value)
         if k and k not in seen:
             seen.add(k)
             out.append(value)
     return out
+
+
+def _key(value: str) -> str:
+    """What tells candidates apart: the normalised value, or the raw text of one too large to
+    normalise (`too_big`: it is refused later, unread)."""
+    return key(value) if too_big(value) else key(normalize(value))
 
 
 def _math_run(rest: str) -> str | None:
@@ -234,14 +234,42 @@ def _leading_numbers(clause: str) -> str | None:
     return " or ".join(values)
 
 
+def _group_close(s: str) -> int:
+    """Index of the first `}` that closes a group opened before `s` (len(s) when none does)."""
+    depth, k = 0, 0
+    while k < len(s):
+        if s[k] == "\\":
+            k += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(s[k], 0)
+        if depth < 0:
+            return k
+        k += 1
+    return len(s)
+
+
 def _statement_value(rest: str, mc: bool) -> str | None:
-    rest = re.sub(r"^[\s:=：*]+", "", rest[:600])
+    """The value an answer statement states (`rest` follows its marker), with an alternative
+    offered in the next sentence ("The answer is 12. Or maybe 13.")."""
+    rest = _LABEL_END.sub("", rest[:600])
+    rest = rest[:_group_close(rest)]              # `\textbf{Answer: 17}`: the label's group ends
     rest = re.sub(r"^(?:is|es|est|ist|é|è|是|为|は)\s*[:：]?\s*", "", rest, flags=re.I)
     rest = re.sub(r"^(?:for sure|probably|likely|clearly|simply|then|therefore)\s+", "", rest,
                   flags=re.I)
-    math = _math_run(rest)
-    if math is not None:
-        return math
+    value = _stated(rest, mc)
+    end = _CLAUSE_END.search(rest)
+    if value and not mc and end and _ALT_START.match(rest, end.end()):
+        nxt = _CLAUSE_END.search(rest, end.end())
+        sentence = rest[:nxt.start() if nxt else len(rest)]
+        cands = [c for c in _candidates(sentence) if c[0] >= end.end()]
+        if cands:
+            value += " or " + _sentence_values(sentence, end.end(), cands, last=False)
+    return value
+
+
+def _stated(rest: str, mc: bool) -> str | None:
+    if _MATH_SEG.match(rest):
+        return _stated_values(rest, 0, _candidates(rest))
     clause = _clause(rest)
     clause = re.sub(r"\\\]\s*$|\\\)\s*$|\*\*$", "", clause).strip()
     if not clause or clause.endswith(":"):
@@ -251,10 +279,13 @@ def _statement_value(rest: str, mc: bool) -> str | None:
     options = _option_values(clause)
     if options:
         return options
-    if not _NON_MATH.search(clause) and (_prose_words(_strip_units(clause)) <= 1
-                                         or len(clause) <= 12):
+    if not _NON_MATH.search(clause) and not _ALT_WORD.search(clause) \
+            and (_prose_words(_strip_units(clause)) <= 1 or len(clause) <= 12):
         return clause
-    return _leading_values(clause, mc=False) or (clause if len(clause) <= 60 else None)
+    cands = [c for c in _candidates(rest) if c[0] < len(clause)]
+    if cands:
+        return _sentence_values(rest, 0, cands, last=False)
+    return clause if len(clause) <= 60 else None
 
 
 def _option_values(clause: str) -> str | None:
@@ -277,16 +308,183 @@ def _strip_units(s: str) -> str:
                   r"days?|years?|units?|degrees?|and|or|pages?)\b", "", s, flags=re.I)
 
 
-def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
+def _json_answers(text: str) -> list[tuple[int, int, str]]:
+    """Answers held by a JSON object's `answer` / `final_answer` field, as the JSON says them
+    (strings unescaped, lists joined); a value that is not JSON counts as no answer here."""
     out = []
+    for m in list(_JSON_KEY.finditer(text))[-_MAX_STATEMENTS:]:
+        try:
+            value, end = _JSON.raw_decode(text[m.end():m.end() + 2000])
+        except ValueError:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
+                and str(value).strip():
+            out.append((m.start(), m.end() + end, str(value).strip()))
+    return out
+
+
+def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
+    out = _json_answers(text) if '"' in text else []
+    inside = [(a, b) for a, b, _ in out]
     for m in list(_MARKER.finditer(text))[-_MAX_STATEMENTS:]:
+        if any(a <= m.start() < b for a, b in inside):
+            continue                              # the key of a JSON answer, read above
         rest = text[m.end():]
         if _MARKER.match(rest.lstrip(" :*")):
             continue                              # "Answer: Answer: 42": the next one reads it
         value = _statement_value(rest, mc)
         if value:
             out.append((m.start(), m.end(), value))
-    return out
+    return sorted(out)
+
+
+# Reading values in prose. A candidate is a math segment or a value written in prose (a
+# number, a plain-text expression, a computation chained by operators: "100 - 30 = 70"), with
+# the name written before it ("x = 2"). Candidates joined by a list ("2 and 3", "$x=5$, or else
+# $x=7$") or by an alternative ("12 -- though it could be 13", "3 or maybe 4") are stated
+# together, whatever their order: several values for a single-valued gold are a hedge.
+_HARD_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n]")
+_MAX_CHAIN = 200                                 # characters one computation may span
+_CHAIN_GAP = re.compile(r"\s*(?:[-+*/×÷^=−]|\\times|\\cdot)\s*")
+_NAME_BEFORE = re.compile(r"(?:(?<![A-Za-z\\])[A-Za-z](?:_\{?\w{1,3}\}?)?|\|[A-Za-z]\|)\s*=\s*$")
+_GAP_WORD = re.compile(r"[^\W\d_]+|[—–]|-{2,}|[,;/&()]|\\text\{\s*(?:or|and)\s*\}", re.U)
+_LIST_WORDS = {"and", "or", "ou", "o", "oder", "или", "或", "和", "et", "und", "y", "either",
+               "also", "else", "even", ",", "/", "&", "(", ")"}
+_ALT_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "though",
+              "although", "could", "might", "ou", "oder", "или", "或"}
+_FILLER = _LIST_WORDS | _ALT_WORDS | {"it", "this", "that", "be", "is", "may", "would", "the",
+                                      "answer", "but", "just", "well", "as", "—", "–", "--"}
+# the verb that states a conclusion: the value after the last one is the answer
+_VERB = re.compile(r"(?:\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|had|makes?|"
+                   r"leaves?|totals?|costs?|becomes?|needs?|pays?|earns?|owes?|spends?|"
+                   r"takes?|will\s+be|comes?\s+to)|\b(?:it|that|he|she|there|this|what)'s)\b"
+                   r"(?!\s+(?:been\s+)?[A-Za-z]+(?:ed|en)\b)", re.I)   # not "has eaten"
+# where a sentence's last clause starts: its conclusion ("He has 5, so 5 + 7 = 12 in all")
+_CLAUSE_START = re.compile(r"(?:^|,|;|(?<!\d):(?!\d))\s*(?:so|thus|therefore|hence|then|and)\b"
+                           r"|;|(?<!\d):(?!\d)|^\s*(?:so|thus|therefore|hence)\b", re.I | re.M)
+_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise|(?:al)?though|"
+                        r"(?:but\s+)?(?:it|this|that)\s+(?:could|might|may)(?:\s+also)?\s+be)\b",
+                        re.I)
+_ALT_WORD = re.compile(r"\b(?:maybe|perhaps|possibly|could|might|alternatively|otherwise)\b",
+                       re.I)
+_CLAUSE_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n;]")
+
+
+def _candidates(text: str, right_sides: bool = False) -> list[tuple[int, int, str]]:
+    """(start, end, value) of every candidate in `text`, in order. `right_sides`: a math
+    segment stands for its right side unless a name is on its left (`$a + b = 10$` is 10)."""
+    segs = [(m.start(), m.end(), next(g for g in m.groups() if g is not None).strip())
+            for m in _MATH_SEG.finditer(text)]
+    if right_sides:
+        segs = [(a, b, _seg_value(v)) for a, b, v in segs]
+    blanked = _MATH_SEG.sub(lambda m: " " * len(m.group(0)), text)
+    chains: list[list[int]] = []
+    for a, b in _value_spans(blanked):
+        if chains and _CHAIN_GAP.fullmatch(blanked, chains[-1][1], a) \
+                and b - chains[-1][0] <= _MAX_CHAIN:
+            chains[-1][1] = b                     # 100 - 30 = 70: one computation
+        else:
+            chains.append([a, b])
+    prose = []
+    for a, b in chains:
+        name = _NAME_BEFORE.search(blanked, max(0, a - 12), a)
+        a = name.start() if name else a
+        prose.append((a, b, text[a:b].strip()))
+    return sorted(segs + prose)
+
+
+def _seg_value(seg: str) -> str:
+    """A math segment as a value: `x = 5` keeps its name; `a + b = 10` is its right side."""
+    sides = re.split(r"(?<![<>!\\])=(?!=)", seg)
+    if len(sides) > 1 and not is_label(sides[0]):
+        return sides[-1].strip() or seg.strip()
+    return seg
+
+
+def _joins(gap: str) -> bool:
+    """Does `gap` join two values into one statement: a list, or an alternative?"""
+    if len(gap) > 60 or _HARD_END.search(gap):
+        return False
+    words = [w.casefold() for w in _GAP_WORD.findall(gap)]
+    if not words:
+        return False
+    if words[0] not in _FILLER:                   # a unit after the value: "17 apples or 18"
+        words = words[1:]
+        return bool(words) and all(w in _FILLER for w in words) \
+            and any(w in _ALT_WORDS for w in words)
+    return all(w in _FILLER for w in words) and any(w in _LIST_WORDS | _ALT_WORDS
+                                                    for w in words)
+
+
+def _stated_values(text: str, first: int, cands: list) -> str:
+    """Candidate `first` and the candidates joined to it after it, as one answer."""
+    values, k = [cands[first][2]], first
+    while k + 1 < len(cands) and _joins(text[cands[k][1]:cands[k + 1][0]]):
+        k += 1
+        values.append(cands[k][2])
+    return " or ".join(values)
+
+
+def _conclusion(tail: str) -> str | None:
+    """The last value written, read as its sentence states it: the first value after the
+    sentence's last verb ("So she has 17 apples in 4 baskets" states 17), else the last value;
+    with every value joined to it. A sentence opening with "Or"/"Maybe" adds to the one before."""
+    cands = _candidates(tail, right_sides=True)
+    if not cands:
+        return None
+    start = _sentence_start(tail, cands[-1][0])
+    options = _option_values(_clause(tail[start:]))
+    if options:
+        return options
+    values = _sentence_values(tail, _clause_start(tail, start, cands[-1][0]), cands, last=True)
+    if _ALT_START.match(tail, start):
+        before = [c for c in cands if c[1] <= start]
+        if before:
+            head = _clause_start(tail, _sentence_start(tail, before[-1][0]), before[-1][0])
+            values = _sentence_values(tail, head, before, last=True) + " or " + values
+    return values
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    ends = [m.end() for m in _HARD_END.finditer(text, 0, pos)]
+    return ends[-1] if ends else 0
+
+
+def _clause_start(text: str, start: int, pos: int) -> int:
+    """Where the last clause before `pos` of the sentence from `start` begins."""
+    heads = [m.end() for m in _CLAUSE_START.finditer(text, start, pos)]
+    return heads[-1] if heads else start
+
+
+def _sentence_values(text: str, start: int, cands: list, last: bool) -> str:
+    """What the sentence from `start` to the last of `cands` states: the first value after
+    its last verb; without a verb, its last value (`last`) or its first."""
+    mine = [k for k, c in enumerate(cands) if c[0] >= start]
+    verbs = [v.end() for v in _VERB.finditer(text, start, cands[-1][0])]
+    after = [k for k in mine if verbs and cands[k][0] >= verbs[-1]]
+    if after:
+        return _stated_values(text, after[0], cands)
+    if not last:
+        return _stated_values(text, mine[0], cands)
+    k = len(cands) - 1                            # the last value, and those joined before it
+    while k > mine[0] and _joins_back(text, cands[k - 1], cands[k]):
+        k -= 1
+    return _stated_values(text, k, cands)
+
+
+def _joins_back(text: str, before: tuple, value: tuple) -> bool:
+    """Is `before` listed with the sentence's last value? A bare comma lists only values of one
+    kind -- math spans, or named values ("$2$, $3$", "x = 2, x = 3") -- since in prose it as
+    often ends a clause ("After she has eaten 3, 12 remain")."""
+    gap = text[before[1]:value[0]]
+    if not _joins(gap):
+        return False
+    if gap.strip() != ",":
+        return True
+    kinds = [("=" in c[2], text[c[0]] in "$\\") for c in (before, value)]
+    return kinds[0] == kinds[1] and any(kinds[0])
 
 
 def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
@@ -306,23 +504,7 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
                    if not re.match(r"\s+[a-z]", tail[m.end():m.end() + 2])
                    or m.group(1) not in "AI"]
         return letters[-1].group(1) if letters else None
-    last_math = None
-    for m in _MATH_SEG.finditer(tail):
-        last_math = m
-    spans = _value_spans(_MATH_SEG.sub(lambda x: " " * len(x.group(0)), tail))
-    last_num = spans[-1] if spans else None
-    if last_math and (not last_num or last_math.end() > last_num[1]):
-        seg = next(g for g in last_math.groups() if g is not None)
-        return re.split(r"(?<![<>!\\])=(?!=)", seg)[-1].strip() or None
-    if not last_num:
-        return None
-    starts = [m.end() for m in re.finditer(r"(?<!\d)\.(?=\s|$)|[!?\n。]", tail[:last_num[0]])]
-    return _option_values(_clause(tail[starts[-1] if starts else 0:])) \
-        or tail[last_num[0]:last_num[1]].strip()
-
-
-class _Unclosed(Exception):
-    pass
+    return _conclusion(tail)
 
 
 _JOINER = re.compile(r"\b(?:and|or)\b|,|;")
@@ -342,14 +524,11 @@ def gold_boxes(text: str) -> list[str]:
     ['1']
     """
     text = text[-MAX_SCAN_CHARS:]
-    try:
-        boxes = _boxes(text)
-    except _Unclosed:
+    found = _boxes(text)
+    if not found:
         return []
-    if not boxes:
-        return []
-    out = [boxes[-1]]
-    for prev in reversed(boxes[:-1]):
+    out = [found[-1]]
+    for prev in reversed(found[:-1]):
         gap = text[prev[1]:out[-1][0]]
         if not (len(gap) < 10 or (len(gap) < 70 and _JOINER.search(gap)
                                   and key(prev[2]) != key(out[-1][2]))):
@@ -371,31 +550,42 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
     ('220',)
     """
-    text = _EMPTY_TAG.sub(" ", span[-MAX_SCAN_CHARS:])
-    try:
-        return _find(text, mc, text_gold)
-    except _Unclosed:
-        return None
+    text = _EMPTY_TAG.sub(" ", _without_end_tokens(span[-MAX_SCAN_CHARS:]))
+    return _find(text, mc, text_gold)
+
+
+def _without_end_tokens(text: str) -> str:
+    """`text` without the end-of-turn tokens (and the spaces between them) it ends with; one
+    pass from the end (a regex anchored at the end would rescan every run of spaces)."""
+    end = found = len(text)
+    while True:
+        while end and text[end - 1].isspace():
+            end -= 1
+        token = next((t for t in _END_TOKENS if text.endswith(t, 0, end)), None)
+        if token is None:
+            return text[:end] if found != len(text) else text
+        end = found = end - len(token)
 
 
 def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
-    tags = [(m.start(), m.end(), m.group(1).strip()) for m in _TAG.finditer(text)
-            if m.group(1).strip()]
+    tags = [(a, b, c.strip()) for a, b, c in tag_blocks(text) if c.strip()]
     if tags:
         parts: list[str] = []
         for content in _choose(tags, text):
             inner = find_final(content, mc, text_gold)
             parts += list(inner.parts) if inner else []
-        parts = list({key(normalize(p)): p for p in reversed(parts)}.values())[::-1]
+        parts = list({_key(p): p for p in reversed(parts)}.values())[::-1]
         return Found(tuple(parts), "answer_tag") if parts else None
     heading = None
     for heading in _FINAL_HEADING.finditer(text):
         pass
     regions = [text[heading.start():], text] if heading else [text]
     for region in regions:
-        boxes = _boxes(region)
-        if boxes:
-            return Found(tuple(_choose(boxes, region)), "boxed")
+        found = _boxes(region)
+        if found is None:
+            return None                           # the text ends inside a box: truncated
+        if found:
+            return Found(tuple(_choose(found, region)), "boxed")
         statements = _statements(region, mc)
         if statements:
             return Found(tuple(_choose(statements, region)), "statement")

@@ -7,7 +7,10 @@ completion. What it decides here follows the policy in docs/math.md:
 - units, currency, degrees and percent signs are stripped but values are never rescaled;
 - thousands separators (`1,000`, `1{,}000`, `1\,000`) are removed;
 - a top-level list (`1, 2`, `1 and 2`, `x=1 or x=2`, `\{1,2\}`) is several values, and `\pm`
-  expands into its two values -- that is how a hedge shows up later: more values than the gold.
+  expands into its two values -- that is how a hedge shows up later: more values than the gold;
+- notations are rewritten into forms the readers know first (`notation`);
+- an answer longer than `MAX_ANSWER_CHARS` or nested deeper than `MAX_ANSWER_DEPTH` is not
+  read at all (`too_big`), so every step here stays linear in what it reads.
 """
 from __future__ import annotations
 
@@ -15,8 +18,10 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "mc_letter",
-           "is_text", "key"]
+from .notation import choose_to_binom, degree_angles, plain_to_latex, repeating_decimals
+
+__all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_digits",
+           "is_text", "is_label", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
 
 # --------------------------------------------------------------------------- wrappers
 
@@ -83,70 +88,11 @@ def _unwrap_text(s: str) -> str:
     return s
 
 
-# plain-text maths as sympy, Python and many models print it: `2*sqrt(2)`, `log(3)`, `x**2`, `pi`
-_FUNC_NAMES = ("sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
-               "tanh|sin|cos|tan|cot|sec|csc")
-_PLAIN_CALL = re.compile(rf"(?<![\\A-Za-z])({_FUNC_NAMES})\s*\(")
-_PLAIN_RENAME = {"asin": "\\arcsin", "acos": "\\arccos", "atan": "\\arctan", "log": "\\ln"}
-_PLAIN_CONST = re.compile(r"(?<![\\A-Za-z])(pi|oo|infinity)(?![A-Za-z])")
-_POWER = re.compile(r"\*\*\s*([+-]?\s*(?:\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z(])|\\[a-zA-Z]+))")
-
-
-_PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long (see symbolic.MAX_CHARS)
-
-
-def _close_paren(s: str, i: int) -> int:
-    """Index of the `)` matching the `(` at `i`, or -1."""
-    depth = 0
-    for j in range(i, len(s)):
-        depth += {"(": 1, ")": -1}.get(s[j], 0)
-        if depth == 0:
-            return j
-    return -1
-
-
-def plain_to_latex(s: str) -> str:
-    r"""Plain-text function notation -> LaTeX: `sqrt(x)` -> `\sqrt{x}`, `cbrt(x)` -> `\sqrt[3]{x}`,
-    `log(x)`/`ln(x)` -> `\ln(x)` (in plain text, as in sympy, Python and numpy, `log` is the
-    natural log), `log(x, b)` -> `\log_{b}(x)`, `exp(x)` -> `e^{x}`, `asin` -> `\arcsin`, `pi` ->
-    `\pi`, `oo` -> `\infty`, `x**(n+1)` -> `x^{(n+1)}`. Only names written as calls change.
-
-    >>> plain_to_latex("2*sqrt(2) + log(8, 2) - exp(x**2)")
-    '2*\\sqrt{2} + \\log_{2}(8) - e^{(x^{2})}'
-    """
-    if "**" in s:
-        s = _POWER.sub(lambda m: "^{" + re.sub(r"\s+", "", m.group(1)) + "}", s)
-        for _ in range(50):
-            i = s.find("**(")
-            j = _close_paren(s, i + 2) if i >= 0 else -1
-            if j < 0:
-                break
-            s = s[:i] + "^{" + s[i + 2:j + 1] + "}" + s[j + 1:]      # x**(a+b) -> x^{(a+b)}
-        s = s.replace("**", "^")
-    s = _PLAIN_CONST.sub(lambda m: {"pi": "\\pi ", "oo": "\\infty ",
-                                    "infinity": "\\infty "}[m.group(1)], s)
-    for _ in range(50):
-        m = _PLAIN_CALL.search(s)
-        if not m:
-            break
-        open_ = m.end() - 1
-        close = _close_paren(s, open_)
-        if close < 0:
-            break
-        name, arg, rest = m.group(1), s[open_ + 1:close], s[close + 1:]
-        head = s[:m.start()]
-        if name in ("sqrt", "cbrt"):
-            s = head + ("\\sqrt{" if name == "sqrt" else "\\sqrt[3]{") + arg + "}" + rest
-        elif name == "exp":
-            s = head + "e^{(" + arg + ")}" + rest
-        elif name in ("log10", "log2"):
-            s = head + f"\\log_{{{name[3:]}}}(" + arg + ")" + rest
-        elif name == "log" and "," in arg and "(" not in arg:
-            x, base = arg.split(",", 1)
-            s = head + f"\\log_{{{base.strip()}}}(" + x.strip() + ")" + rest
-        else:
-            s = head + _PLAIN_RENAME.get(name, "\\" + name) + "(" + arg + ")" + rest
-    return s
+# Answers the reader works on: longer or deeper ones are wrong (`too_big`) before any stage
+# reads them (an integer of thousands of digits, or 300 redundant parentheses, still fit)
+MAX_ANSWER_CHARS = 10_000
+MAX_ANSWER_DEPTH = 500
+_PLAIN_MAX_CHARS = 4_000       # plain_to_latex works on answers up to this long
 
 
 def normalize(s: str) -> str:
@@ -159,10 +105,13 @@ def normalize(s: str) -> str:
     >>> normalize(r"90^\circ"), normalize(r"50\%"), normalize(r"125\textnormal{ miles}")
     ('90', '50', '125')
     """
-    s = _unwrap_text(s.strip())
+    s = repeating_decimals(_unwrap_text(s.strip()))
     for pattern, repl in _DROP:
         s = pattern.sub(repl, s)
+    s = degree_angles(s)
     s = _DEGREES.sub(" ", s)
+    if "\\choose" in s:
+        s = choose_to_binom(s)
     s = _PERCENT.sub(" ", s)
     s = _CURRENCY.sub(" ", s)
     s = re.sub(r"\\sqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
@@ -178,19 +127,47 @@ def normalize(s: str) -> str:
     s = re.sub(r"\\,", " ", s)
     s = _UNITS_TAIL.sub("", s).strip() if re.search(r"\d", s) else s
     s = re.sub(r"\s*(\\?[{}()\[\],=+\-/^_])\s*", r"\1", s)   # spaces around punctuation
-    while s.startswith("{") and s.endswith("}") and "," not in s and _balanced(s[1:-1]):
-        s = s[1:-1]                               # {{5}} -> 5 (a set needs commas or \{)
+    if "," not in s:
+        s = _strip_outer_braces(s)               # {{5}} -> 5 (a set needs commas or \{)
     s = re.sub(r"\\(le|ge|ne|times|cdot|pi|infty)(?=[0-9A-Za-z])", r"\\\1 ", s)
     return s.strip()
 
 
-def _balanced(s: str) -> bool:
-    depth = 0
+def _strip_outer_braces(s: str) -> str:
+    """Drop the brace pairs that enclose the whole text, in one pass (pairs matched once)."""
+    partner, stack = {}, []
+    for k, c in enumerate(s):
+        if c == "{":
+            stack.append(k)
+        elif c == "}" and stack:
+            partner[stack.pop()] = k
+    i, j = 0, len(s) - 1
+    while i < j and s[i] == "{" and partner.get(i) == j:
+        i, j = i + 1, j - 1
+    return s[i:j + 1]
+
+
+def nesting_depth(s: str) -> int:
+    """How deep brackets of any kind nest in `s` (unbalanced closers ignored)."""
+    depth = best = 0
     for c in s:
-        depth += {"{": 1, "}": -1}.get(c, 0)
-        if depth < 0:
-            return False
-    return depth == 0
+        if c in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif c in ")]}" and depth:
+            depth -= 1
+    return best
+
+
+def too_big(s: str) -> str:
+    """Why the reader will not work on the answer `s` ("" when it will). Bounds that keep every
+    stage of reading linear in what it reads: a policy gets nothing by writing more."""
+    if len(s) > MAX_ANSWER_CHARS:
+        return f"answer too large: {len(s)} characters (limit {MAX_ANSWER_CHARS})"
+    depth = nesting_depth(s)
+    if depth > MAX_ANSWER_DEPTH:
+        return f"answer too deep: brackets nested {depth} deep (limit {MAX_ANSWER_DEPTH})"
+    return ""
 
 
 def key(s: str) -> str:
@@ -200,7 +177,6 @@ def key(s: str) -> str:
 
 # --------------------------------------------------------------------------- plain values
 
-_INT = r"\d+"
 _DEC = r"(?:\d+\.\d*|\.\d+|\d+)"
 _NUM = re.compile(rf"^([+-]?)({_DEC})(?:(?:e|E)([+-]?\d+)|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*"
                   rf"\{{?\s*([+-]?\d+)\s*\}}?)?$")
@@ -231,6 +207,9 @@ def parse_number(s: str) -> Number | None:
     s = s.strip()
     if s.startswith("{") and s.endswith("}") and s.count("{") == 1:
         s = s[1:-1]
+    special = _repeating(s) or _in_base(s)
+    if special is not None:
+        return special
     m = _NUM.match(s)
     if m:
         sign, body, e1, e2 = m.groups()
@@ -262,18 +241,37 @@ def parse_number(s: str) -> Number | None:
     return None
 
 
-_MC = re.compile(r"^\(?\s*([A-J])\s*\)?(?:\s*[.:)]\s*.*|\s+\S.*)?$", re.S)
+_REPEATING = re.compile(r"^([+-]?)(\d*)\.(\d*)\\overline\{(\d{1,30})\}$")
+_BASE = re.compile(r"^\(?([0-9][0-9A-Za-z]*)\)?_\{?(\d{1,2})\}?$")
 
 
-def mc_letter(s: str) -> str | None:
-    r"""The multiple-choice letter an answer names: `(B)`, `B`, `B) 12`, `E: some text`.
+def _repeating(s: str) -> Number | None:
+    """`0.58\\overline{3}` -> 7/12, exactly (normalize writes every repeating notation so)."""
+    m = _REPEATING.match(s)
+    if not m or len(m.group(2)) + len(m.group(3)) > _MAX_DIGITS:
+        return None
+    sign, whole, head, block = m.groups()
+    tail = Fraction(int(head + block) - int(head or "0"),
+                    10 ** len(head) * (10 ** len(block) - 1))
+    value = int(whole or "0") + tail
+    return Number(-value if sign == "-" else value, True)
 
-    >>> mc_letter(r"(B) 12"), mc_letter("E: A polygenic score"), mc_letter("12")
-    ('B', 'E', None)
-    """
-    s = re.sub(r"^(?:answer|option|choice)\s*[:：]?\s*", "", s.strip(), flags=re.I)
-    m = _MC.match(s)
-    return m.group(1) if m else None
+
+def _in_base(s: str) -> Number | None:
+    """`101_2` -> 5, `(1A)_{16}` -> 26: digits with their base as a subscript."""
+    m = _BASE.match(s)
+    if not m or len(m.group(1)) > _MAX_DIGITS or not 2 <= int(m.group(2)) <= 36:
+        return None
+    try:
+        return Number(Fraction(int(m.group(1), int(m.group(2)))), True)
+    except ValueError:                            # a digit the base does not have: `129_8`
+        return None
+
+
+def base_digits(s: str) -> str | None:
+    """The digits of a number written with its base (`101_2` -> '101'), else None."""
+    m = _BASE.match(s.strip())
+    return m.group(1) if m and _in_base(s.strip()) else None
 
 
 _WORD = re.compile(r"[^\W\d_]{2,}", re.U)
@@ -312,7 +310,7 @@ class Answer:
 _OPEN, _CLOSE = "([{", ")]}"
 _SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])|(?<=[\d)\]}])(?:and|or)(?=[A-Za-z(\[{\\])|"
                   r"\s+(?:und|oder|et|ou|и|или)\s+|\s*(?:和|或|及)\s*")
-def _is_label(lhs: str) -> bool:
+def is_label(lhs: str) -> bool:
     r"""Is `lhs` a name (`x`, `a_{37}`, `(p,q)`, `f(x)`, `|AB|`, `\frac{NO}{BO}`, `A:B`)?"""
     core = re.sub(r"_\{[^{}]*\}|_\w|\^\{?'+\}?", "", lhs.strip())
     if re.fullmatch(r"\\[a-zA-Z]+", core):
@@ -425,12 +423,12 @@ def _item(text: str) -> Item:
     lhs, rhs = text[:rel[0].start()].strip(), text[rel[-1].end():].strip()
     if not rhs:
         return Item(text)
-    if approx is rel[0] and not _is_label(lhs):
+    if approx is rel[0] and not is_label(lhs):
         return Item(lhs)                          # exact value, then its approximation
-    if _is_label(lhs):
+    if is_label(lhs):
         return Item(rhs, lhs.replace(" ", ""))
     if not _free_letters(lhs) and rel[-1].group(0) == "=":
-        if len(rel) == 1 and _is_label(rhs):
+        if len(rel) == 1 and is_label(rhs):
             return Item(lhs, rhs.replace(" ", ""))    # 5 = x
         if not _free_letters(rhs):
             return Item(rhs)                      # a worked computation: 35+70=105

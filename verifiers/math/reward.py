@@ -3,7 +3,11 @@ r"""MathReward: the math verifier behind the `Reward` interface.
 Layers, cheapest first (docs/math.md has the policy and the numbers):
 
 1. extraction (`extract.find_final`) and normalisation (`normalize.split_answer`) in the calling
-   process; the gold's parse is cached, since a GRPO group scores G completions of one gold;
+   process, linear in what they read (an answer over `normalize.MAX_ANSWER_CHARS` or nested
+   deeper than `MAX_ANSWER_DEPTH` is wrong unread: `ok`, 0, "answer too large/deep") and under
+   the reward's deadline where a timer can be set; the gold's parse is cached, since a GRPO group
+   scores G completions of one gold. A completion cut by the length limit gets no "last value
+   written" fallback unless `last_value_if_truncated`;
 2. the fast path (`compare.decide` without sympy): exact text, plain numbers, text answers,
    multiple-choice letters, structure (hedges, incomplete lists) -- most verdicts end here;
 3. the symbolic path (`symbolic.item_equal`: latex2sympy2 + sympy) for what is left, sent to the
@@ -30,11 +34,11 @@ from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 from ..parser import ThinkParser
 from .compare import Decision, decide
 from .extract import find_final, gold_boxes
-from .normalize import Answer, is_text, split_answer
+from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
-VERSION = "1"
+VERSION = "2"
 _MC_GOLD = re.compile(r"^\(?([A-J])\)?$")
 _MC_LEAD = re.compile(r"^\s*(?i:answer|option|choice)?\s*[:：]?\s*\(?([A-J])\)?(?![\w'])")
 _MC_MORE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*\(?([A-J])\)?(?![\w'])")
@@ -61,12 +65,16 @@ def parse_gold(gold: str) -> GoldAnswer:
     if found and found.source == "boxed" and len(parts) > 1:
         parts = gold_boxes(gold) or parts
     parts = [re.sub(r"^\s*\$+|\$+\s*$", "", p.strip()).strip() for p in parts]
+    big = next((why for p in parts if (why := too_big(p))), "")
+    if big:
+        return GoldAnswer(None, problem=f"gold {big}")
     text = " | ".join(p for p in parts if p)
     if not text:
         return GoldAnswer(None, problem="empty gold answer")
     # several boxes (`\boxed{1}\boxed{2}`, "\boxed{1} papers and \boxed{2} bins"): one
     # multi-part gold, as several boxes in a completion are read
-    answer = _combine([split_answer(p) for p in parts if p])
+    answer = _combine([split_answer(p) for p in parts if p]) if len(parts) > 1 \
+        else _restated(parts[0])
     if not answer.items:
         return GoldAnswer(None, text, problem=f"gold {gold[:80]!r} has no value")
     letter = ""
@@ -75,6 +83,27 @@ def parse_gold(gold: str) -> GoldAnswer:
         letter = m.group(1) if m else ""
     words = len(answer.items) == 1 and is_text(answer.items[0].text)
     return GoldAnswer(answer, text, letter, is_text=words)
+
+
+_RESTATED = re.compile(r"(\(\s*)?\b(?:i\.\s?e\.|that is|or equivalently|equivalently|namely)"
+                       r"(?!\w)\s*,?\s*", re.I)
+
+
+def _restated(gold: str) -> Answer:
+    """A gold stating one value two ways ("P(6, 2), i.e. 30"): one answer, either form right.
+    A plain number is the main reading (it never needs sympy); the other form is a second
+    reading, and a wrong answer is not excused because sympy cannot read that form."""
+    m = _RESTATED.search(gold)
+    if not m or not gold[:m.start()].strip() or not gold[m.end():].strip():
+        return split_answer(gold)
+    first, second = gold[:m.start()].strip().rstrip(",;").strip(), gold[m.end():].strip()
+    if m.group(1) and second.endswith(")"):
+        second = second[:-1].strip()              # "30 (i.e. P(6, 2))"
+    forms = [split_answer(first), split_answer(second)]
+    forms.sort(key=lambda a: len(a.items) != 1 or parse_number(a.items[0].text) is None)
+    main, other = forms
+    return Answer(main.items, main.ordered, gold,
+                  main.alternatives + other.readings())
 
 
 def _gold_text(answer) -> str:
@@ -179,6 +208,11 @@ class MathReward(BaseReward):
     a main thread, by the caller elsewhere, e.g. a pool worker's deadline), or 'auto' (inline
     inside an rlvr worker, else pool). A comparison past `deadline_s` is a wrong answer.
 
+    `last_value_if_truncated`: whether a completion cut by the length limit (`finish_reason`
+    'length') that states no answer (no tag, box or answer statement) is still read by the
+    fallback, "the last value written". Off by default: such a completion never finished, and
+    the last number of an interrupted calculation is not an answer (docs/math.md).
+
     >>> from rlvr import Task
     >>> r = MathReward()
     >>> r.score(Task("t", answer="\\frac{1}{2}"), "<think>..</think> so \\boxed{0.5}").score
@@ -189,7 +223,8 @@ class MathReward(BaseReward):
     name, version = "math", VERSION
 
     def __init__(self, parser: ThinkParser | None = None, *, deadline_s: float = 5.0,
-                 symbolic: str = "auto", pool: WorkerPool | None = None, name: str = "math"):
+                 symbolic: str = "auto", pool: WorkerPool | None = None, name: str = "math",
+                 last_value_if_truncated: bool = False):
         if symbolic not in ("auto", "pool", "inline"):
             raise ValueError(f"symbolic must be 'auto', 'pool' or 'inline', got {symbolic!r}")
         if deadline_s <= 0:
@@ -199,11 +234,12 @@ class MathReward(BaseReward):
         self.symbolic = symbolic
         self._pool = pool
         self.name = name
+        self.last_value_if_truncated = last_value_if_truncated
 
     @property
     def max_verify_s(self) -> float:
-        """At most one symbolic comparison per completion, each bounded by `deadline_s`: what
-        an outer deadline (a scoring pool's) must leave room for."""
+        """Reading a completion and at most one symbolic comparison share `deadline_s`: what an
+        outer deadline (a scoring pool's) must leave room for."""
         return self.deadline_s
 
     def __getstate__(self):            # pools hold locks and pipes: rebuilt where unpickled
@@ -229,6 +265,13 @@ class MathReward(BaseReward):
         found = find_final(parsed.answer, mc=bool(gold.letter), text_gold=gold.is_text)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no final answer found")
+        big = next((why for p in found.parts if (why := too_big(p))), "")
+        if big:
+            return Verdict(0.0, OK, found.text[:200], big)
+        if found.source == "last_value" and completion.finish_reason == "length" \
+                and not self.last_value_if_truncated:
+            return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
+                                                 "answer (no tag, box or answer statement)")
         if gold.letter:
             letters = sorted({x for p in found.parts for x in _mc_letters(p)})
             if not letters:
@@ -247,35 +290,45 @@ class MathReward(BaseReward):
         pending, starts = [], [0.0] * len(tasks)
         for i, (task, comp) in enumerate(zip(tasks, completions)):
             starts[i] = time.perf_counter()
-            try:
-                prep = self._prepare(task, as_completion(comp))
-                if isinstance(prep, Verdict):
-                    out[i] = prep
-                    continue
-                gold, pred, text = prep
-                d = decide(gold, pred)
-                if d.equal is None:
-                    pending.append((i, gold, pred, text))
-                else:
-                    out[i] = _to_verdict(d, text)
-            except Exception as exc:      # the model-output boundary: counted, never scored
-                out[i] = Verdict(0.0, ERROR, reason=f"{type(exc).__name__}: {exc}")
-            if out[i] is not None:
+            read = self._read(task, as_completion(comp))
+            if isinstance(read, Verdict):
+                out[i] = read
                 out[i].latency_s = time.perf_counter() - starts[i]
+            else:
+                pending.append((i, *read, time.perf_counter() - starts[i]))
         if pending:
             self._symbolic(pending, out, starts)
         for v in out:
             v.version = f"{self.name}@{self.version}"
         return out  # type: ignore[return-value]
 
+    def _read(self, task: Task, completion: Completion) -> Verdict | tuple:
+        """Reading and the fast path, under the deadline where a timer can be set: a Verdict,
+        or (gold, pred, text) for the symbolic path."""
+        try:
+            with _inline_deadline(self.deadline_s):
+                prep = self._prepare(task, completion)
+                if isinstance(prep, Verdict):
+                    return prep
+                gold, pred, text = prep
+                d = decide(gold, pred)
+                return prep if d.equal is None else _to_verdict(d, text)
+        except _TooSlow:
+            return Verdict(0.0, OK, reason=f"answer too costly to read: not read within "
+                                           f"{self.deadline_s:g}s")
+        except Exception as exc:          # the model-output boundary: counted, never scored
+            return Verdict(0.0, ERROR, reason=f"{type(exc).__name__}: {exc}")
+
     def _symbolic(self, pending, out, starts) -> None:
-        jobs = [(gold, pred) for _, gold, pred, _ in pending]
+        """The comparisons the fast path left open; each gets what reading left of
+        `deadline_s`, so reading and comparing together stay within it."""
+        jobs = [(gold, pred) for _, gold, pred, _, _ in pending]
         inline = self.symbolic == "inline" or (self.symbolic == "auto" and in_pool_worker())
         if inline:
             _warm_symbolic()
-            for (i, _, _, text), job in zip(pending, jobs):
+            for (i, _, _, text, spent), job in zip(pending, jobs):
                 try:
-                    with _inline_deadline(self.deadline_s):
+                    with _inline_deadline(max(self.deadline_s - spent, 1e-3)):
                         decision = symbolic_job(None, job)
                     out[i] = _to_verdict(decision, text)
                 except _TooSlow:
@@ -285,8 +338,9 @@ class MathReward(BaseReward):
                 out[i].latency_s = time.perf_counter() - starts[i]
             return
         pool = self._pool or default_pool()
-        outcomes = pool.map(symbolic_job, jobs, deadline_s=self.deadline_s)
-        for (i, _, _, text), o in zip(pending, outcomes):
+        left = max(self.deadline_s - max(p[4] for p in pending), 1e-3)
+        outcomes = pool.map(symbolic_job, jobs, deadline_s=left)
+        for (i, _, _, text, _), o in zip(pending, outcomes):
             if o.status == "ok":
                 out[i] = _to_verdict(o.value, text)
             elif o.status == "timeout":

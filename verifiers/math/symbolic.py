@@ -30,7 +30,8 @@ from sympy.core.function import AppliedUndef
 from sympy.logic.boolalg import BooleanFunction
 from sympy.core.relational import Relational
 
-from .compare import Tri, _ratio, fast_item_equal, split_tuple
+from .compare import (GoldUnreadable, TooLarge, Tri, Unreadable, _ratio, fast_item_equal,
+                      split_tuple)
 from .latex_lite import parse_lite
 from .normalize import parse_number
 
@@ -46,14 +47,6 @@ _APPROX_TOL = sympy.Rational(1, 10**6)
 
 logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
 logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-
-
-class Unreadable(ValueError):
-    """The text is not math we can read."""
-
-
-class TooLarge(ValueError):
-    """The text or its value is beyond the bounds we let sympy work on."""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -124,11 +117,21 @@ def to_sympy(text: str):
                                  nits=True, boxed="all", equations=False)
     try:
         expr = latex2sympy(_plain_to_latex(text), normalization_config=config)
-    except Exception as exc:
+    except _NOT_MATH as exc:
         raise Unreadable(f"cannot read {text[:80]!r} as math ({type(exc).__name__})") from None
+    except Exception as exc:
+        if type(exc) is not Exception:
+            raise                 # an internal failure: a counted error that names it
+        # latex2sympy2 says "this is not LaTeX it can read" with a plain Exception
+        raise Unreadable(f"cannot read {text[:80]!r} as math ({exc})") from None
     if not magnitude_ok(expr):
         raise TooLarge(f"{text[:60]!r} is too large to evaluate exactly")
     return expr
+
+
+# What sympy raises while building a value the text describes but that does not exist (a
+# matrix plus a number, a malformed set): the text is not math, as a parse error says
+_NOT_MATH = (TypeError, ValueError)
 
 
 class _Pair(tuple):
@@ -204,19 +207,12 @@ def item_equal(g: str, p: str) -> Tri:
     return _equal(a, b)
 
 
-class GoldUnreadable(Unreadable):
-    """The gold side could not be read (reported as gold_unparseable)."""
-
-
 def _equal(a, b) -> bool:
     if isinstance(a, _Pair) or isinstance(b, _Pair):
         return _pair_equal(a, b)
     a, b = _doit(a), _doit(b)
-    try:
-        if a == b:
-            return True
-    except Exception:
-        pass
+    if a == b:
+        return True
     if isinstance(a, MatrixBase) or isinstance(b, MatrixBase):
         return (isinstance(a, MatrixBase) and isinstance(b, MatrixBase) and a.shape == b.shape
                 and all(_equal(x, y) for x, y in zip(a, b)))
@@ -237,7 +233,7 @@ def _math_verify_equal(a, b) -> bool:
     """Objects our own rules do not model (e.g. inequalities in several variables): math-verify's
     comparison, with its signal-based timeout off -- the pool's deadline bounds the call."""
     from math_verify import verify
-    return bool(verify(a, b, timeout_seconds=None, strict=True, raise_on_error=False))
+    return bool(verify(a, b, timeout_seconds=None, strict=True, raise_on_error=True))
 
 
 def _pair_equal(a, b) -> bool:
@@ -252,18 +248,15 @@ def _pair_equal(a, b) -> bool:
         return False
     try:
         interval = Interval.open(_doit(pair[0]), _doit(pair[1]))
-    except Exception:
-        return False
+    except (TypeError, ValueError):
+        return False              # sympy's answer for endpoints that bound no real interval
     return isinstance(interval, Interval) and _set_equal(interval, s)
 
 
 def _doit(e):
     if isinstance(e, _Pair) or not hasattr(e, "doit"):
         return e
-    try:
-        return e.doit()
-    except Exception:
-        return e
+    return e.doit()
 
 
 def _as_set(e) -> Set | None:
@@ -285,8 +278,8 @@ def _as_set(e) -> Set | None:
             return simple
         try:
             return e.subs(x, Symbol(x.name, real=True)).as_set()
-        except Exception:
-            return None
+        except NotImplementedError:
+            return None           # sympy cannot solve it for x: not a set we can compare
     return None
 
 
@@ -375,10 +368,7 @@ def _expr_equal(a: Expr, b: Expr) -> bool:
     if len(pairs) >= 3:
         tol = 1e-6 if approx else 1e-25
         return all(_close(x, y, tol) for x, y in pairs)
-    try:
-        return sympy.simplify(a - b) == 0
-    except Exception:
-        return False
+    return sympy.simplify(a - b) == 0
 
 
 def _samples(e: Expr, symbols, n: int = 5) -> list:

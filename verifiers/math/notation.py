@@ -1,0 +1,154 @@
+r"""Notations rewritten into the forms the answer readers know (normalize calls these).
+
+- plain-text maths as sympy, Python and many models print it: `2*sqrt(2)`, `log(3)`, `x**2`;
+- repeating decimals in every notation: `0.\overline{6}`, `0.\dot{6}`, `0.\bar{6}`, `0.666\ldots`;
+- trigonometric functions of angles in degrees: `\cos 60^\circ`;
+- `{n \choose k}`, TeX's older binomial.
+
+Each works in time linear in its input, or over a bounded number of passes.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["plain_to_latex", "repeating_decimals", "degree_angles", "choose_to_binom"]
+
+# repeating decimals: `0.\overline{6}`, `0.\dot{6}`, `0.1\dot{4}2\dot{8}`, `0.\bar{3}`, and
+# `0.666\ldots` / `0.58333...` where the written digits show the repeating block
+_DOTTED = re.compile(r"(?<![\d.])(\d*\.\d*)\\dot\{?(\d)\}?(?:(\d*)\\dot\{?(\d)\}?)?")
+_BARRED = re.compile(r"(?<![\d.])(\d*\.\d*)\\bar\{(\d+)\}")
+_TRAILING_DOTS = re.compile(r"(?<![\d.])(\d*\.\d+)\s*(?:\\[lc]?dots(?![a-zA-Z])|\.{3}|…)")
+
+
+def repeating_decimals(s: str) -> str:
+    """Repeating decimals in every notation -> `I.N\\overline{R}` (parse_number reads that)."""
+    if "\\dot" in s:
+        s = _DOTTED.sub(lambda m: m.group(1) + "\\overline{" + m.group(2) + (m.group(3) or "")
+                        + (m.group(4) or "") + "}", s)
+    if "\\bar" in s:
+        s = _BARRED.sub(r"\1\\overline{\2}", s)
+    return _TRAILING_DOTS.sub(_shown_repetend, s)
+
+
+def _shown_repetend(m: re.Match) -> str:
+    """`0.58333...` -> `0.58\\overline{3}`: the shortest block the digits end with at least
+    twice (a one-digit block: three times); digits that show no block keep their dots."""
+    whole, _, frac = m.group(1).partition(".")
+    for size in range(1, 7):
+        block, copies = frac[-size:], 3 if size == 1 else 2
+        if len(frac) >= size * copies and frac.endswith(block * copies):
+            head = frac[:-size * copies]
+            while head.endswith(block):
+                head = head[:-size]
+            return f"{whole}.{head}\\overline{{{block}}}"
+    return m.group(0)
+
+
+# a trigonometric function of an angle in degrees: `\cos 60^\circ` -> `\cos(\frac{60\pi}{180})`
+_ANGLE = r"(-?\d+(?:\.\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z]))"
+_TRIG_DEGREES = re.compile(rf"\\(sin|cos|tan|cot|sec|csc)(\^\s*(?:\{{[^{{}}]*\}}|\d))?\s*"
+                           rf"(?:\(\s*{_ANGLE}\s*\)|\{{\s*{_ANGLE}\s*\}}|{_ANGLE})")
+
+
+def degree_angles(s: str) -> str:
+    r"""`\cos 60^\circ` -> `\cos(\frac{60\pi}{180})`: the angle a trigonometric function is
+    given in degrees, in radians (what every reader assumes); before degree signs are dropped."""
+    return _TRIG_DEGREES.sub(_trig_radians, s)
+
+
+def _trig_radians(m: re.Match) -> str:
+    angle = m.group(3) or m.group(4) or m.group(5)
+    return f"\\{m.group(1)}{m.group(2) or ''}(\\frac{{{angle}\\pi}}{{180}})"
+
+
+def choose_to_binom(s: str) -> str:
+    """`{n \\choose k}` (and a bare `n \\choose k`) -> `\\binom{n}{k}`: the group around each
+    `\\choose` is found by matching braces outwards from it (a few occurrences at most)."""
+    for _ in range(4):
+        k = s.find("\\choose")
+        if k < 0 or s[k + 7:k + 8].isalpha():
+            return s
+        lo, hi = _group_edge(s, k - 1, -1), _group_edge(s, k + 7, 1)
+        n, r = s[lo + 1:k].strip(), s[k + 7:hi].strip()
+        s = f"{s[:max(lo, 0)]}\\binom{{{n}}}{{{r}}}{s[hi + 1:]}"
+    return s
+
+
+def _group_edge(s: str, i: int, step: int) -> int:
+    """Walking from `i` by `step` (+1 or -1), the brace that closes the enclosing group; -1 or
+    len(s) when the text ends first."""
+    inner, edge = ("{", "}") if step > 0 else ("}", "{")
+    depth = 0
+    while 0 <= i < len(s):
+        if s[i] == inner:
+            depth += 1
+        elif s[i] == edge:
+            if depth == 0:
+                return i
+            depth -= 1
+        i += step
+    return i
+
+
+# plain-text maths as sympy, Python and many models print it: `2*sqrt(2)`, `log(3)`, `x**2`, `pi`
+_FUNC_NAMES = ("sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
+               "tanh|sin|cos|tan|cot|sec|csc")
+_PLAIN_CALL = re.compile(rf"(?<![\\A-Za-z])({_FUNC_NAMES})\s*\(")
+_PLAIN_RENAME = {"asin": "\\arcsin", "acos": "\\arccos", "atan": "\\arctan", "log": "\\ln"}
+_PLAIN_CONST = re.compile(r"(?<![\\A-Za-z])(pi|oo|infinity)(?![A-Za-z])")
+_POWER = re.compile(r"\*\*\s*([+-]?\s*(?:\d+(?:\.\d+)?|[A-Za-z](?![A-Za-z(])|\\[a-zA-Z]+))")
+
+
+
+def _close_paren(s: str, i: int) -> int:
+    """Index of the `)` matching the `(` at `i`, or -1."""
+    depth = 0
+    for j in range(i, len(s)):
+        depth += {"(": 1, ")": -1}.get(s[j], 0)
+        if depth == 0:
+            return j
+    return -1
+
+
+def plain_to_latex(s: str) -> str:
+    r"""Plain-text function notation -> LaTeX: `sqrt(x)` -> `\sqrt{x}`, `cbrt(x)` -> `\sqrt[3]{x}`,
+    `log(x)`/`ln(x)` -> `\ln(x)` (in plain text, as in sympy, Python and numpy, `log` is the
+    natural log), `log(x, b)` -> `\log_{b}(x)`, `exp(x)` -> `e^{x}`, `asin` -> `\arcsin`, `pi` ->
+    `\pi`, `oo` -> `\infty`, `x**(n+1)` -> `x^{(n+1)}`. Only names written as calls change.
+
+    >>> plain_to_latex("2*sqrt(2) + log(8, 2) - exp(x**2)")
+    '2*\\sqrt{2} + \\log_{2}(8) - e^{(x^{2})}'
+    """
+    if "**" in s:
+        s = _POWER.sub(lambda m: "^{" + re.sub(r"\s+", "", m.group(1)) + "}", s)
+        for _ in range(50):
+            i = s.find("**(")
+            j = _close_paren(s, i + 2) if i >= 0 else -1
+            if j < 0:
+                break
+            s = s[:i] + "^{" + s[i + 2:j + 1] + "}" + s[j + 1:]      # x**(a+b) -> x^{(a+b)}
+        s = s.replace("**", "^")
+    s = _PLAIN_CONST.sub(lambda m: {"pi": "\\pi ", "oo": "\\infty ",
+                                    "infinity": "\\infty "}[m.group(1)], s)
+    for _ in range(50):
+        m = _PLAIN_CALL.search(s)
+        if not m:
+            break
+        open_ = m.end() - 1
+        close = _close_paren(s, open_)
+        if close < 0:
+            break
+        name, arg, rest = m.group(1), s[open_ + 1:close], s[close + 1:]
+        head = s[:m.start()]
+        if name in ("sqrt", "cbrt"):
+            s = head + ("\\sqrt{" if name == "sqrt" else "\\sqrt[3]{") + arg + "}" + rest
+        elif name == "exp":
+            s = head + "e^{(" + arg + ")}" + rest
+        elif name in ("log10", "log2"):
+            s = head + f"\\log_{{{name[3:]}}}(" + arg + ")" + rest
+        elif name == "log" and "," in arg and "(" not in arg:
+            x, base = arg.split(",", 1)
+            s = head + f"\\log_{{{base.strip()}}}(" + x.strip() + ")" + rest
+        else:
+            s = head + _PLAIN_RENAME.get(name, "\\" + name) + "(" + arg + ")" + rest
+    return s
