@@ -56,7 +56,7 @@ def plain_loop(model, tok, tasks, n, max_tokens, temperature, seed) -> tuple[int
 
 
 def rlvr_eval(model, tok, env, cfg) -> tuple[int, int]:
-    from rlvr.trainer.evaluate import LocalSampler, evaluate
+    from rlvr.trainer.evaluation.evaluate import LocalSampler, evaluate
     result = evaluate(LocalSampler(model, tok, cfg.batch_size), env, cfg, progress=False)
     return result.generated, round(result.mean_length * result.generated)
 
@@ -74,7 +74,7 @@ def main() -> None:
     import torch
 
     import rlvr
-    from rlvr.trainer.evaluate import EvalConfig, distinct_tasks
+    from rlvr.trainer.evaluation.evaluate import EvalConfig, distinct_tasks
     if args.threads:
         torch.set_num_threads(args.threads)
     env_args = {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5}

@@ -3,14 +3,14 @@ and Dr. GRPO with the same budget, compared on accuracy and response length.
 
     python benchmarks/r1zero_cpu.py --steps 8 --eval-tasks 200 --k 8
 
-The training runs use the main job's settings (trainer/r1zero.py: 4 prompts x 8 completions x 64
+The training runs use the main job's settings (trainer/recipes/r1zero.py: 4 prompts x 8 completions x 64
 tokens, lr 1e-5) unless overridden, so the GRPO run here *is* the README's first command.
 
 Phases (each writes its numbers to OUT/results.json as soon as it ends, and a rerun skips the
 phases already there, so a long run that was stopped continues where it was):
 
   base        greedy pass@1 and sampled pass@k of the base model on --eval-tasks held-out tasks
-  grpo        --steps GRPO steps, the main job's settings (trainer/r1zero.py) otherwise
+  grpo        --steps GRPO steps, the main job's settings (trainer/recipes/r1zero.py) otherwise
   grpo_eval   the same evaluation of the trained policy
   dr_grpo     the same budget with the Dr. GRPO preset (no std scaling, constant normaliser)
   plots       per-run plots, GRPO vs Dr. GRPO overlaid, and pass@k before/after
@@ -60,8 +60,8 @@ def _latest_policy(run_dir: Path) -> str:
 
 
 def _evaluate(model_path: str, args) -> dict:
-    from rlvr.trainer.evaluate import EvalConfig, run_eval
-    from rlvr.trainer.r1zero import R1ZERO_SETTINGS
+    from rlvr.trainer.evaluation.evaluate import EvalConfig, run_eval
+    from rlvr.trainer.recipes.r1zero import R1ZERO_SETTINGS
     cfg = EvalConfig(env=R1ZERO_SETTINGS["env"], env_kwargs=R1ZERO_SETTINGS["env_kwargs"],
                      model=model_path, tasks=args.eval_tasks, ks=(1, args.k),
                      sample_tasks=args.sample_tasks, temperature=args.temperature,
@@ -76,7 +76,7 @@ def _evaluate(model_path: str, args) -> dict:
 
 
 def _train(run_dir: Path, preset: str, args) -> dict:
-    from rlvr.trainer.r1zero import run
+    from rlvr.trainer.recipes.r1zero import run
     overrides = [f"preset={preset}", f"steps={args.steps}", f"prompts_per_step={args.prompts}",
                  f"group_size={args.group}", f"max_completion_length={args.max_tokens}",
                  f"lr={args.lr}", f"seed={args.seed}", f"temperature={args.temperature}"]

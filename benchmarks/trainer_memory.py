@@ -71,7 +71,7 @@ def _profiler(on: bool):
 
 
 def run_main_job(overrides: list[str], out: Path, profile: bool = True) -> dict:
-    """scripts/r1zero.sh's job (trainer/r1zero.py, its own settings + `overrides`) in this
+    """scripts/r1zero.sh's job (trainer/recipes/r1zero.py, its own settings + `overrides`) in this
     process, with its closing held-out evaluation; peak RSS per phase."""
     import resource
 

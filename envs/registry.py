@@ -26,7 +26,7 @@ from typing import Any, Callable
 from rlvr.core import FAILED_STATUSES, Task
 from rlvr.pool import Factory
 from rlvr.pooled_reward import PooledReward
-from rlvr.usage import UsageError
+from rlvr.usage import UsageError, coerce
 
 from .base import Environment
 
@@ -171,11 +171,28 @@ def _checked_arguments(name: str, factory: Callable, kwargs: dict) -> dict:
         if type(value) is int and _fits(str(value), hint):
             out[key] = str(value)
             continue
+        if isinstance(value, str) and (typed := _from_text(key, value, hint)) is not None:
+            out[key] = typed            # 'False' for a bool, '3' for an int (the CLI's coercion)
+            continue
         default = signature.parameters[key].default
         shown = "" if default is inspect.Parameter.empty else f"; its default is {default!r}"
         raise EnvArgumentError(f"environment {name!r}: argument {key} expects {_accepted(hint)}"
                                f", got {value!r} ({type(value).__name__}){shown}")
     return out
+
+
+def _from_text(key: str, value: str, hint):
+    """A command-line string read as the bool / int / float the annotation asks for
+    (`rlvr.usage.coerce`), or None when it does not read as one."""
+    for typ in (bool, int, float):
+        if _fits(typ(1), hint) and not _fits(value, hint):
+            try:
+                typed = coerce(key, value, typ)
+            except ValueError:
+                continue
+            if _fits(typed, hint):
+                return typed
+    return None
 
 
 def _type_hints(factory: Callable) -> dict:

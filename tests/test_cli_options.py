@@ -12,9 +12,9 @@ from rlvr.cli import build_parser, main
 from rlvr.cli.options import _scalar
 from rlvr.sandbox.base import Limits
 from rlvr.scoring import ScoreConfig
-from rlvr.trainer.evaluate import EvalConfig
-from rlvr.trainer.preferences import MakePrefsConfig
-from rlvr.trainer.rm_training import TrainRMConfig
+from rlvr.trainer.evaluation.evaluate import EvalConfig
+from rlvr.trainer.reward_models.preferences import MakePrefsConfig
+from rlvr.trainer.reward_models.rm_training import TrainRMConfig
 from rlvr.usage import field_docs
 
 # (subcommand path, config, fields declared by hand because they are not plain options)
@@ -74,9 +74,9 @@ def _config_of(name: str):
     from rlvr.sandbox.base import Limits
     from rlvr.scoring import ScoreConfig
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.evaluate import EvalConfig
-    from rlvr.trainer.preferences import MakePrefsConfig
-    from rlvr.trainer.rm_training import TrainRMConfig
+    from rlvr.trainer.evaluation.evaluate import EvalConfig
+    from rlvr.trainer.reward_models.preferences import MakePrefsConfig
+    from rlvr.trainer.reward_models.rm_training import TrainRMConfig
     return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig,
             "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits}.get(name)
 

@@ -10,8 +10,8 @@ import pytest
 import rlvr
 import rlvr.envs.arithmetic  # noqa: F401  (registers `arithmetic` without the full discovery)
 from rlvr.cli import main
-from rlvr.trainer.evaluate import EvalConfig, LocalSampler, distinct_tasks, run_eval
-from rlvr.trainer.eval_records import task_seeds
+from rlvr.trainer.evaluation.evaluate import EvalConfig, LocalSampler, distinct_tasks, run_eval
+from rlvr.trainer.evaluation.eval_records import task_seeds
 from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 ENV_ARGS = {"n_terms": 2, "max_value": 9, "ops": "+"}
@@ -211,7 +211,7 @@ def test_resume_skips_finished_tasks_and_drops_a_torn_one(tiny, tmp_path, one_to
 def test_a_run_directory_resolves_to_its_latest_policy(tiny, tmp_path):
     import shutil
 
-    from rlvr.trainer.evaluate import resolve_model
+    from rlvr.trainer.evaluation.evaluate import resolve_model
     run = tmp_path / "run"
     for step in ("step-000001", "step-000002"):
         shutil.copytree(tiny, run / "checkpoints" / step / "policy")
@@ -234,8 +234,8 @@ def test_distinct_tasks_never_repeats_a_problem_and_fails_loud_when_short():
 
 def test_tokenizer_option_renders_prompts_with_another_template(tiny, tmp_path, one_torch_thread):
     # the main job trains with a think-opening template; its base model is evaluated with it
-    from rlvr.trainer.evaluate import _sampler as eval_sampler
-    from rlvr.trainer.r1zero import THINK_OPEN, think_tokenizer
+    from rlvr.trainer.evaluation.evaluate import _sampler as eval_sampler
+    from rlvr.trainer.recipes.r1zero import THINK_OPEN, think_tokenizer
     think = think_tokenizer(tiny, tmp_path)
     chat_env = {**ENV_ARGS, "prompt_style": "chat"}
     cfg = EvalConfig(env="arithmetic", env_kwargs=chat_env, model=tiny, tokenizer=think,

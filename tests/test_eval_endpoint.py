@@ -18,7 +18,7 @@ import rlvr
 pytest.importorskip("openai")
 
 import rlvr.envs.arithmetic  # noqa: F401,E402  (registers `arithmetic` without the full discovery)
-from rlvr.trainer.evaluate import EvalConfig, distinct_tasks, run_eval  # noqa: E402
+from rlvr.trainer.evaluation.evaluate import EvalConfig, distinct_tasks, run_eval  # noqa: E402
 
 ENV = {"n_terms": 2, "max_value": 9, "ops": "+"}
 
@@ -186,7 +186,7 @@ def test_the_console_says_n_a_for_unknown_lengths_and_keeps_slow_rates_readable(
         code, out, err = _eval_cli(srv.url, tmp_path, capsys)
     assert code == 0, err
     assert re.search(r"mean length +n/a", out) and "mean length      0.0" not in out
-    from rlvr.trainer.evaluate import EvalResult
+    from rlvr.trainer.evaluation.evaluate import EvalResult
     slow = EvalResult({1: 0.5}, {1: (0.4, 0.6)}, None, None, 4, 4, 5, [2] * 4, list("abcd"),
                       {"ok": 20}, None, 1.0, seconds=434.2, generated=20)
     assert "20 completions in 434 s = 0.046/s" in slow.table()

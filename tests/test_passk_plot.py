@@ -5,7 +5,7 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.passk import mean_pass_at_k
-from rlvr.trainer.passk_plot import find_crossings, load_curve, plot_passk
+from rlvr.trainer.evaluation.passk_plot import find_crossings, load_curve, plot_passk
 
 
 def _result(path, label, counts, n=16, ks=(1, 4, 16)):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.trainer.r1zero import (R1ZERO_SETTINGS, RunFolderError, default_output, eval_table,
+from rlvr.trainer.recipes.r1zero import (R1ZERO_SETTINGS, RunFolderError, default_output, eval_table,
                                  r1zero_config, resume_point, summary_table, think_tokenizer)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def test_r1zero_script_tiny_mode_runs_trains_and_plots(tmp_path):
 
 @pytest.mark.timeout(900)
 def test_a_run_folder_is_resumed_refused_or_overwritten_never_clobbered(tmp_path, capsys):
-    from rlvr.trainer.r1zero import main
+    from rlvr.trainer.recipes.r1zero import main
     out, cache = tmp_path / "run", tmp_path / "cache"
     tiny = ["--tiny", "-o", str(out), "--cache", str(cache)]
     assert main(tiny) == 0
@@ -195,7 +195,7 @@ def test_held_out_accuracy_counts_right_answers_not_well_formed_ones():
 
     import rlvr
     from rlvr.core import Completion
-    from rlvr.trainer.r1zero import held_out_eval
+    from rlvr.trainer.recipes.r1zero import held_out_eval
     from rlvr.trainer.rollout import Rollout
     env = rlvr.load_env("arithmetic", n_terms=2, max_value=20, ops="+", test_fraction=0.5,
                         prompt_style="chat", format_weight=1.0)

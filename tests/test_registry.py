@@ -32,7 +32,7 @@ def test_unknown_name_suggests_the_closest_names_not_all_of_them():
     ("tool-arithmetic", {"digits": "four"},
      "environment 'tool-arithmetic': argument digits expects int (an integer), got 'four' "
      "(str); its default is 4"),
-    ("arithmetic", {"parentheses": "yes"}, "argument parentheses expects bool (true or false)"),
+    ("arithmetic", {"parentheses": "maybe"}, "argument parentheses expects bool (true or false)"),
     ("arithmetic", {"test_fraction": [0.2]}, "argument test_fraction expects float (a number)"),
 ])
 def test_mistyped_builtin_arguments_are_named_before_the_factory_runs(name, kwargs, message):

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rlvr.core import Task  # noqa: E402
-from rlvr.trainer.rm_training import bradley_terry_loss, build_tiny_reward_model  # noqa: E402
+from rlvr.trainer.reward_models.rm_training import bradley_terry_loss, build_tiny_reward_model  # noqa: E402
 from rlvr.verifiers.reward_model import RewardModel, load_scalar_model  # noqa: E402
 
 PROMPTS = ["What is 2 + 3?", [{"role": "system", "content": "Be brief."},
@@ -165,7 +165,7 @@ def test_value_head_backbone_without_head_is_refused(tmp_path):
 
 def test_multi_logit_classifier_is_refused(tmp_path):
     from transformers import AutoModelForSequenceClassification
-    from rlvr.trainer.rm_training import build_tiny_tokenizer
+    from rlvr.trainer.reward_models.rm_training import build_tiny_tokenizer
     from rlvr.trainer.tiny import tiny_llama_config
     tok = build_tiny_tokenizer()
     cfg = tiny_llama_config(tok, layers=1, hidden=16, heads=2, num_labels=3)

@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 from rlvr.cli import main  # noqa: E402
 from rlvr.core import Task  # noqa: E402
 from rlvr.envs.registry import load_env  # noqa: E402
-from rlvr.trainer.preferences import MakePrefsConfig, make_preferences  # noqa: E402
-from rlvr.trainer.rm_training import (TrainRMConfig, read_preferences,  # noqa: E402
+from rlvr.trainer.reward_models.preferences import MakePrefsConfig, make_preferences  # noqa: E402
+from rlvr.trainer.reward_models.rm_training import (TrainRMConfig, read_preferences,  # noqa: E402
                                        split_holdout, to_pair, train_reward_model)
 from rlvr.verifiers.reward_model import RewardModel  # noqa: E402
 
@@ -199,7 +199,7 @@ def test_make_prefs_from_completions_file_counts_and_bad_lines(tmp_path):
 
 
 def test_make_prefs_samples_from_a_policy(tmp_path):
-    from rlvr.trainer.rm_training import build_tiny_reward_model
+    from rlvr.trainer.reward_models.rm_training import build_tiny_reward_model
     policy = build_tiny_reward_model(tmp_path / "policy", causal_lm=True)
     s = make_preferences(MakePrefsConfig(env="arithmetic", env_args=ENV_ARGS, policy=str(policy),
                                          n_prompts=2, samples=3, max_new_tokens=4,
@@ -215,7 +215,7 @@ def test_trainer_optimises_a_verifier_plus_reward_model_mix(preset, tmp_path):
     that score from partial ones; every component is logged per step."""
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.loop import Trainer
-    from rlvr.trainer.rm_training import build_tiny_reward_model
+    from rlvr.trainer.reward_models.rm_training import build_tiny_reward_model
     from rlvr.trainer.tiny import build_tiny_model
     rm = build_tiny_reward_model(tmp_path / "rm", seed=1)
     cfg = TrainConfig.from_preset(

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")   # see conftest.py
 
 @pytest.fixture(scope="module")
 def reward_model_dir(tmp_path_factory):
-    from rlvr.trainer.rm_training import build_tiny_reward_model
+    from rlvr.trainer.reward_models.rm_training import build_tiny_reward_model
     return str(build_tiny_reward_model(tmp_path_factory.mktemp("rm"), "classifier", seed=1))
 
 
@@ -48,7 +48,7 @@ def test_reward_model_row_without_prompt_or_answer_says_what_to_add(reward_model
 
 
 def test_train_rm_bar_shows_no_nan_before_the_first_eval():
-    from rlvr.trainer.rm_training import bar_postfix
+    from rlvr.trainer.reward_models.rm_training import bar_postfix
     before = bar_postfix({"train/loss": 0.6931, "train/accuracy": 0.5}, {})
     assert before == {"loss": "0.693", "batch_acc": "0.50"}
     assert "nan" not in json.dumps(before)

@@ -289,8 +289,8 @@ class Trainer:
 
     # --- evaluation ---------------------------------------------------------------------------
     def evaluate(self) -> dict:
-        """pass@1 (greedy) and pass@k on the test split (trainer/evaluate.py)."""
-        from .evaluate import evaluate_in_training
+        """pass@1 (greedy) and pass@k on the test split (trainer/evaluation/evaluate.py)."""
+        from .evaluation.evaluate import evaluate_in_training
         with self.precision():
             return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
 

@@ -1,4 +1,4 @@
-"""`rlvr eval`: pass@k of a model or endpoint on an environment (the work: rlvr.trainer.evaluate).
+"""`rlvr eval`: pass@k of a model or endpoint on an environment (the work: rlvr.trainer.evaluation.evaluate).
 
 Options come from `EvalConfig`'s fields and docstrings (rlvr.cli.options); only the k list, the
 environment arguments, the progress bar and the output path are declared here.
@@ -16,7 +16,7 @@ from .options import add_config_options, config_kwargs
 
 
 def add_parser(subparsers) -> None:
-    from rlvr.trainer.evaluate import EvalConfig
+    from rlvr.trainer.evaluation.evaluate import EvalConfig
     docs = field_docs(EvalConfig)
     p = subparsers.add_parser(
         "eval", help="pass@k of a model on an environment's held-out split, with bootstrap CIs",
@@ -49,8 +49,8 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 
 def _run(args) -> int:
-    from rlvr.trainer.eval_records import ResumeMismatch
-    from rlvr.trainer.evaluate import EvalConfig, run_eval, samples_path
+    from rlvr.trainer.evaluation.eval_records import ResumeMismatch
+    from rlvr.trainer.evaluation.evaluate import EvalConfig, run_eval, samples_path
     try:
         cfg = EvalConfig(**config_kwargs(EvalConfig, args, ks=_parse_ks(args.k),
                                          env_kwargs=parse_kv(args.env_arg)))

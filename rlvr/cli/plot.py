@@ -47,7 +47,7 @@ def _report(report) -> int:
 def _plot(args) -> int:
     from rlvr.usage import UsageError
     if str(args.run_dir) == "passk":
-        from rlvr.trainer.passk_plot import run_cli
+        from rlvr.trainer.evaluation.passk_plot import run_cli
         return run_cli(args.results, args.out, args.names)
     if args.results:
         raise UsageError(f"rlvr plot takes one RUN_DIR (or `passk RESULT.json ...`), got "

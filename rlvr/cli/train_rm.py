@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from rlvr.trainer.preferences import MakePrefsConfig
-from rlvr.trainer.rm_training import TrainRMConfig
+from rlvr.trainer.reward_models.preferences import MakePrefsConfig
+from rlvr.trainer.reward_models.rm_training import TrainRMConfig
 from rlvr.usage import EXIT_OK, EXIT_ROW_ERRORS, UsageError, field_docs, parse_kv
 
 from .options import add_config_options, config_kwargs
@@ -34,7 +34,7 @@ def _add_train_rm(sub) -> None:
 
 
 def cmd_train_rm(args) -> int:
-    from rlvr.trainer.rm_training import train_reward_model
+    from rlvr.trainer.reward_models.rm_training import train_reward_model
     try:
         cfg = TrainRMConfig(**config_kwargs(TrainRMConfig, args))
         result = train_reward_model(cfg)
@@ -63,7 +63,7 @@ def _add_make_prefs(sub) -> None:
 
 def cmd_make_prefs(args) -> int:
     from rlvr.envs.registry import EnvContractError, UnknownEnvError
-    from rlvr.trainer.preferences import make_preferences
+    from rlvr.trainer.reward_models.preferences import make_preferences
     from rlvr.rows import has_no_rows
     if (args.completions is None) == (args.policy is None):
         raise UsageError("give exactly one of --completions FILE or --policy MODEL")

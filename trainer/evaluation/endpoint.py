@@ -66,7 +66,7 @@ def _finish(reason) -> str:
 
 
 class EndpointSampler:
-    """The sampler interface of trainer/evaluate.py over an OpenAI-compatible server."""
+    """The sampler interface of trainer/evaluation/evaluate.py over an OpenAI-compatible server."""
 
     def __init__(self, cfg: EndpointConfig):
         self.cfg = cfg

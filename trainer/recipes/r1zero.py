@@ -1,8 +1,8 @@
 """The R1-Zero loop on a laptop CPU: GRPO on SmolLM2-135M-Instruct, live, then in pictures.
 
-    python -m rlvr.trainer.r1zero                 # the README's main job (scripts/r1zero.sh)
-    python -m rlvr.trainer.r1zero --tiny          # the same path on a tiny random model, seconds
-    python -m rlvr.trainer.r1zero steps=20 lr=5e-6   # any TrainConfig field as KEY=VALUE
+    python -m rlvr.trainer.recipes.r1zero                 # the README's main job (scripts/r1zero.sh)
+    python -m rlvr.trainer.recipes.r1zero --tiny          # the same path on a tiny random model, seconds
+    python -m rlvr.trainer.recipes.r1zero steps=20 lr=5e-6   # any TrainConfig field as KEY=VALUE
 
 DeepSeek-R1-Zero's recipe (DeepSeek-AI 2025, section 2.2), scaled down: no SFT, the
 think/answer template, two rule-based rewards -- accuracy (is the number in the answer right?)
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .checkpoint import RunFolderError
+from ..checkpoint import RunFolderError
 
 __all__ = ["R1ZERO_SETTINGS", "TINY_SETTINGS", "RunFolderError", "r1zero_config",
            "think_tokenizer", "resume_point", "held_out_eval", "run", "summary_table", "eval_table", "main"]
@@ -60,7 +60,8 @@ R1ZERO_SETTINGS: dict = {
     # backward further (the prompt is then forwarded twice per group).
     "micro_batch_size": 4,
     "gradient_checkpointing": True,
-    # Freed activations go back to the OS at once (allocator.py): part of the peak above.
+    # Freed activations go back to the OS at once (allocator.py; benchmarks/README.md, "Trainer
+    # memory").
     "tune_allocator": True,
     "checkpoint_every": 0,      # only the final model is saved
     "log_completions": 8,
@@ -94,7 +95,7 @@ _SAME_RUN_EXEMPT = ("output_dir", "steps", "progress")   # what may differ when 
 def r1zero_config(model: str, output_dir: str, tiny: bool = False, overrides: list[str] = (),
                   tokenizer: str = ""):
     """The resolved TrainConfig of the main job (KEY=VALUE overrides win)."""
-    from .config import load_config, parse_overrides
+    from ..config import load_config, parse_overrides
     base = dict(TINY_SETTINGS if tiny else R1ZERO_SETTINGS)
     extra = parse_overrides(list(overrides))
     return load_config(None, {**base, "model": model, "tokenizer": tokenizer,
@@ -107,7 +108,7 @@ def resume_point(out: Path, cfg, overwrite: bool = False) -> Path | None:
     A folder without a run (no config.json, metrics or checkpoints) starts fresh; with
     `overwrite` an old run's files are removed first. A run with the same settings and a
     checkpoint short of `cfg.steps` is resumed; anything else is refused, naming the flag."""
-    from .checkpoint import clear_run, holds_run, latest_checkpoint, read_state
+    from ..checkpoint import clear_run, holds_run, latest_checkpoint, read_state
     if not holds_run(out):
         return None
     if overwrite:
@@ -142,7 +143,7 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
     problems greedily before training (the base model, logged as step 0) and after it."""
     from tqdm.auto import tqdm
 
-    from .loop import Trainer
+    from ..loop import Trainer
     desc = f"R1-Zero {PRESET_LABELS.get(cfg.preset, cfg.preset)}"   # the preset in use
 
     class R1ZeroTrainer(Trainer):
@@ -175,9 +176,9 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
 def held_out_eval(trainer, n_tasks: int) -> dict:
     """Greedy pass@1 and the well-formed format rate on `n_tasks` distinct test-split problems
     (the split training never draws from), one greedy completion each."""
-    from .evaluate import distinct_tasks
-    from .metrics import think_metrics
-    from .rollout import score
+    from ..evaluation.evaluate import distinct_tasks
+    from ..metrics import think_metrics
+    from ..rollout import score
     env, cfg = trainer.env, trainer.cfg
     tasks = distinct_tasks(env, "test", n_tasks, cfg.seed)
     rollout = score(env, trainer.engine.generate(tasks, 1, cfg.max_completion_length,
@@ -290,10 +291,10 @@ def think_tokenizer(model: str, cache: Path) -> str:
 
 def _model_path(tiny: bool, cache: Path) -> str:
     if tiny:
-        from .tiny import build_tiny_model
+        from ..tiny import build_tiny_model
         path = cache / "tiny-model"
         return str(path) if (path / "config.json").exists() else build_tiny_model(path)
-    from .smollm import smollm2_folder
+    from ..smollm import smollm2_folder
     return smollm2_folder(cache)
 
 
@@ -306,8 +307,8 @@ def run(output_dir: str | None = None, tiny: bool = False, overrides: list[str] 
         cache_dir: str | None = None, overwrite: bool = False,
         eval_tasks: int | None = None) -> Path:
     """Train (or resume), evaluate base vs trained, plot, print the summary; returns the folder."""
-    from .plots import plot_run
-    from .smollm import default_cache_dir
+    from ..plots import plot_run
+    from ..smollm import default_cache_dir
     t0 = time.perf_counter()
     _quiet_transformers()
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -356,7 +357,7 @@ def _threads() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m rlvr.trainer.r1zero", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m rlvr.trainer.recipes.r1zero", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tiny", action="store_true", default=os.environ.get("RLVR_TINY") == "1",
                    help="a tiny random model and 2 steps, written to runs/r1zero-tiny "

