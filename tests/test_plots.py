@@ -135,6 +135,32 @@ def test_y_range_comes_from_the_data():
     assert 95 < lo < 100 and 200 < hi < 205
     lo, hi = y_range([3.0, 3.0])                            # flat: a visible band around it
     assert lo < 3.0 < hi
+    # nearly flat (an entropy moving by 0.001): drawn flat in a band of a tenth of its size,
+    # not the noise zoomed to the panel's height
+    lo, hi = y_range([0.650, 0.6505, 0.651])
+    assert hi - lo == pytest.approx(0.0651) and lo < 0.650 and hi > 0.651
+
+
+def test_evaluations_are_points_with_intervals_not_a_line(tmp_path):
+    # base and final evaluation on 100 tasks: two measurements, each with its 95% interval
+    # (about +-0.1 at 0.5), and no line inventing a trajectory between them
+    from matplotlib.container import ErrorbarContainer
+    from rlvr.trainer.plots import wilson
+    rows = [{"step": s, "reward": 0.01 * s} for s in range(1, 9)]
+    run = _write_rows(tmp_path / "run", rows, evals=[
+        {"step": 0, "pass@1": 0.51, "think/well_formed_rate": 0.0, "tasks": 100},
+        {"step": 8, "pass@1": 0.59, "think/well_formed_rate": 1.0, "tasks": 100}])
+    fig, ax = _axes(run, "eval")
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [c.get_label() for c in bars] == ["pass@1", "think well-formed"]
+    data_line = bars[0].lines[0]
+    assert data_line.get_linestyle() == "None" and list(data_line.get_xdata()) == [0, 8]
+    lo, hi = wilson(0.51, 100)
+    assert 0.08 < 0.51 - lo < 0.11 and 0.08 < hi - 0.51 < 0.11
+    segments = bars[0].lines[2][0].get_segments()
+    assert [tuple(round(v, 4) for v in (s[0][1], s[1][1])) for s in segments][0] == \
+        (round(lo, 4), round(hi, 4))
+    assert wilson(1.0, 8)[1] == 1.0 and wilson(0.0, 8)[0] == 0.0 and wilson(0.3, None) == (0.3, 0.3)
 
 
 def test_weighted_reward_equal_to_its_only_component_is_one_visible_line(tmp_path):
@@ -142,7 +168,7 @@ def test_weighted_reward_equal_to_its_only_component_is_one_visible_line(tmp_pat
              "rewards/think_format/mean": 0.05} for s in range(1, 21)]
     fig, ax = _axes(_write_rows(tmp_path / "run", rows), "reward")
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["reward (weighted) = numeric_match", "think_format"]
+    assert labels == ["reward (weighted) and numeric_match (same values)", "think_format"]
     # and when they differ, both are drawn with their own names
     rows = [{**r, "reward": r["reward"] + 0.2 * r["rewards/think_format/mean"]} for r in rows]
     fig, ax = _axes(_write_rows(tmp_path / "run2", rows), "reward")
@@ -156,11 +182,10 @@ def test_sparse_series_get_markers(tmp_path):
     rows[9]["think/mean_tokens"] = 12.0
     run = _write_rows(tmp_path / "run", rows, evals=[{"step": 0, "pass@1": 0.1},
                                                      {"step": 40, "pass@1": 0.5}])
-    for panel, n_points in (("think_tokens", 1), ("eval", 2)):
-        fig, ax = _axes(run, panel)
-        labelled = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
-        assert len(labelled) == 1 and len(labelled[0].get_xdata()) == n_points
-        assert labelled[0].get_marker() == "o" and labelled[0].get_markersize() >= 6
+    fig, ax = _axes(run, "think_tokens")
+    labelled = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+    assert len(labelled) == 1 and len(labelled[0].get_xdata()) == 1
+    assert labelled[0].get_marker() == "o" and labelled[0].get_markersize() >= 6
     fig, ax = _axes(run, "reward")            # a dense series stays a smoothed line
     labelled = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
     assert labelled[0].get_marker() in ("None", None, "")

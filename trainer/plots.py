@@ -10,7 +10,9 @@ them as a line (RL curves are noisy; the smoothed line is what the eye should fo
 say how much to trust it); a series of at most `SPARSE_POINTS` points (an evaluation, a short
 run, a metric logged on one step) is drawn point to point with a marker on every point. The y
 axis comes from the data (a negative DAPO reward shows below 0); curves that coincide (a
-weighted reward equal to its only weighted component) are one line with both names. A panel
+weighted reward equal to its only weighted component) are one line named for both. Evaluations
+are separate measurements on a finite set of tasks: points with their 95% Wilson intervals,
+never a line that would invent a trajectory between them. A panel
 whose metrics a run never logged is skipped with a note -- a REINFORCE run has no KL, an old
 run has no think metrics -- never an error.
 
@@ -47,6 +49,8 @@ class Panel:
     series: tuple[Series, ...]
     source: str = "metrics.jsonl"
     unit_interval: bool = False   # rates and accuracies: the y axis shows at least [0, 1]
+    measurements: bool = False    # separate measurements (evaluations): points with 95%
+                                  # intervals from each row's `tasks`, never joined by a line
 
 
 PANELS: tuple[Panel, ...] = (
@@ -70,7 +74,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("eval", "Held-out evaluation (step 0 = the base model)", "rate on held-out tasks",
           (Series(r"(pass@\d+)", pattern=True),
            Series("think/well_formed_rate", "think well-formed")),
-          source="eval.jsonl", unit_interval=True),
+          source="eval.jsonl", unit_interval=True, measurements=True),
 )
 
 # Multi-turn episodes (docs/multiturn.md): drawn only for runs that logged these metrics, with no
@@ -162,7 +166,7 @@ def _merge_identical(curves: list[tuple[str, list[float], list[float]]]):
     for label, xs, ys in curves:
         for i, (other, oxs, oys) in enumerate(out):
             if oxs == xs and all(math.isclose(a, b, abs_tol=1e-9) for a, b in zip(oys, ys)):
-                out[i] = (f"{other} = {label}", oxs, oys)
+                out[i] = (f"{other} and {label} (same values)", oxs, oys)
                 break
         else:
             out.append((label, xs, ys))
@@ -201,7 +205,15 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
             color = colors[(s if len(runs) == 1 else r) % len(colors)]
             style = styles[0] if len(runs) == 1 else styles[s % len(styles)]
             name = label if len(runs) == 1 else f"{run.name}: {label}"
-            if len(xs) <= SPARSE_POINTS:
+            if panel.measurements:
+                n = _sizes(run, panel, xs)
+                lo, hi = zip(*(wilson(y, k) for y, k in zip(ys, n)))
+                ax.errorbar(xs, ys, yerr=[[max(0.0, y - a) for y, a in zip(ys, lo)],
+                                          [max(0.0, b - y) for y, b in zip(ys, hi)]],
+                            fmt="o", linestyle="none", color=color, markersize=6, capsize=4,
+                            label=name)
+                values += list(lo) + list(hi)
+            elif len(xs) <= SPARSE_POINTS:
                 # evals, short runs, a metric logged on one step: every point is a marker (a
                 # line through one point is invisible), and the legend shows the marker too
                 ax.plot(xs, ys, style, marker="o", markersize=6 if len(xs) > 1 else 8,
@@ -227,6 +239,27 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
 SPARSE_POINTS = 12
 """Series with at most this many points are drawn point to point with markers, unsmoothed."""
 
+FLAT_SPAN = 0.1
+"""A series is never stretched over less than this share of its magnitude: an entropy moving by
+0.001 around 0.65 shows as nearly flat, not as noise zoomed to the panel's height."""
+
+
+def wilson(p: float, n: int | None, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a rate `p` measured on `n` tasks (Wilson 1927); (p, p)
+    when the count is unknown. For pass@k at k > 1, a mean of per-task estimates, it is the
+    interval of a rate on n tasks: an approximation, not exact."""
+    if not n:
+        return p, p
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _sizes(run: RunData, panel: Panel, xs: list[float]) -> list[int | None]:
+    """The number of tasks behind each measurement at steps `xs` (the rows' `tasks`)."""
+    by_step = {r.get("step"): r.get("tasks") for r in run.rows.get(panel.source, [])}
+    return [by_step.get(int(x)) for x in xs]
+
 
 def y_range(values: list[float], unit_interval: bool = False) -> tuple[float, float]:
     """The y axis from the data, with a 3% margin. Rates and accuracies always show [0, 1]
@@ -235,9 +268,10 @@ def y_range(values: list[float], unit_interval: bool = False) -> tuple[float, fl
     lo, hi = min(values), max(values)
     if unit_interval:
         lo, hi = min(lo, 0.0), max(hi, 1.0)
-    if hi - lo < 1e-12:        # a flat series: centre it in a small band
-        pad = abs(hi) * 0.05 or 0.05
-        return lo - pad, hi + pad
+    span = FLAT_SPAN * max(abs(lo), abs(hi)) or 0.1
+    if hi - lo < span:         # nearly flat: show it flat, centred in a band of `span`
+        mid = (lo + hi) / 2
+        return mid - span / 2, mid + span / 2
     pad = 0.03 * (hi - lo)
     return lo - pad, hi + pad
 
