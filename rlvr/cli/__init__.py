@@ -22,6 +22,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.plot",
     "rlvr.cli.eval",
     "rlvr.cli.export",
+    "rlvr.cli.audit",
 ]
 
 

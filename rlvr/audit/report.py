@@ -1,0 +1,116 @@
+"""What an audit found: one row per strategy, a table for people and a dict for CI."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from rlvr.core import ERROR, INFRA_ERROR, TIMEOUT, Verdict
+from rlvr.stats import quantile
+
+__all__ = ["StrategyResult", "AuditReport", "ESCAPES"]
+
+ESCAPES = frozenset({TIMEOUT, ERROR, INFRA_ERROR})
+"""Statuses a completion must never reach (they are the verifier's failures, left out of
+training): an attack that ends in one has escaped the verdict."""
+
+# A strategy's outcome: what the table's `result` column says.
+PASS, REWARDED, REFUSED, ESCAPED, SKIPPED, BROKEN = (
+    "pass", "REWARDED", "REFUSED", "ESCAPED", "skipped", "BROKEN")
+
+
+@dataclass
+class StrategyResult:
+    """How one strategy fared on the audited tasks."""
+    name: str
+    legit: bool
+    result: str
+    attempts: int = 0
+    mean_reward: float = 0.0
+    rewarded: int = 0
+    """Attempts that earned a score above 0."""
+    solved: int = 0
+    """Attempts that solved their task (`Verdict.solved`)."""
+    statuses: dict = field(default_factory=dict)
+    p99_s: float = 0.0
+    """The 99th percentile of verification time (seconds)."""
+    example: dict = field(default_factory=dict)
+    """One attempt: the first rewarded (wrong) or refused (legit) one, else the first."""
+    note: str = ""
+    """Why it was skipped, or what broke."""
+
+    @property
+    def finding(self) -> bool:
+        return self.result in (REWARDED, REFUSED, ESCAPED, BROKEN)
+
+    @classmethod
+    def scored(cls, name: str, legit: bool, rows: list[tuple]) -> "StrategyResult":
+        """From (task id, attempt, verdict) rows."""
+        verdicts = [v for _, _, v in rows]
+        rewarded = [v.score > 0 for v in verdicts]
+        solved = [v.solved for v in verdicts]
+        escaped = [v.status in ESCAPES for v in verdicts]
+        bad = [e or (not s if legit else r) for e, s, r in zip(escaped, solved, rewarded)]
+        result = ESCAPED if any(escaped) else (REFUSED if legit else REWARDED) if any(bad) else PASS
+        task_id, attempt, v = rows[bad.index(True) if any(bad) else 0]
+        return cls(name, legit, result, len(rows), sum(v.score for v in verdicts) / len(rows),
+                   sum(rewarded), sum(solved), dict(Counter(v.status for v in verdicts)),
+                   quantile([v.latency_s for v in verdicts], 0.99),
+                   _example(task_id, attempt, v))
+
+
+def _example(task_id: str, attempt, verdict: Verdict, width: int = 400) -> dict:
+    text = attempt.text
+    if len(text) > width:
+        text = f"{text[:width // 2]} ...[{len(attempt.text) - width} chars]... {text[-width // 2:]}"
+    return {"task": task_id, "completion": text, "finish_reason": attempt.finish_reason,
+            "score": verdict.score, "status": verdict.status, "reason": verdict.reason[:300]}
+
+
+@dataclass
+class AuditReport:
+    """The audit of one environment."""
+    env: str
+    env_args: dict
+    kind: str
+    task_ids: list
+    results: list[StrategyResult]
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[str]:
+        """Names of the strategies that found a hole (or a right answer refused)."""
+        return [r.name for r in self.results if r.finding]
+
+    def to_dict(self) -> dict:
+        return {"env": self.env, "env_args": self.env_args, "kind": self.kind,
+                "tasks": self.task_ids, "versions": self.versions,
+                "findings": self.findings, "passed": not self.findings,
+                "strategies": [asdict(r) for r in self.results]}
+
+    def render(self, examples: bool = True) -> str:
+        """The table (one row per strategy), then one example per strategy that ran."""
+        head = (f"rlvr audit: {self.env} (kind {self.kind}, {len(self.task_ids)} tasks)",
+                f"{'strategy':24} {'side':5} {'result':8} {'n':>4} {'mean':>6} {'>0':>4} "
+                f"{'solved':>6} {'p99 s':>7}  statuses")
+        lines = list(head)
+        for r in self.results:
+            if r.result == SKIPPED or r.result == BROKEN:
+                lines.append(f"{r.name:24} {'legit' if r.legit else 'wrong':5} {r.result:8} "
+                             f"  {r.note}")
+                continue
+            statuses = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))
+            lines.append(f"{r.name:24} {'legit' if r.legit else 'wrong':5} {r.result:8} "
+                         f"{r.attempts:4d} {r.mean_reward:6.3f} {r.rewarded:4d} {r.solved:6d} "
+                         f"{r.p99_s:7.3f}  {statuses}")
+        found = self.findings
+        lines.append(f"findings: {', '.join(found)}" if found else "findings: none")
+        if examples:
+            lines.append("\nexamples:")
+            for r in self.results:
+                if r.example:
+                    e = r.example
+                    lines.append(f"  {r.name} [{e['task']}] score {e['score']:g} {e['status']}"
+                                 f"{' (length)' if e['finish_reason'] == 'length' else ''}: "
+                                 f"{e['completion'][:160]!r}"
+                                 + (f" -- {e['reason'][:120]}" if e["reason"] else ""))
+        return "\n".join(lines)
