@@ -89,7 +89,8 @@ _OPPOSITES = {"true": "false", "false": "true", "yes": "no", "no": "yes"}
 
 def perturb(gold: str, k: int = 0) -> str:
     """A value different from `gold`: numbers move by k + 1 (a decimal in its last place), the
-    k-th digit from the end is bumped, booleans flip, a letter moves on, words are reordered."""
+    k-th digit from the end is bumped, booleans flip, a letter moves on, words are reversed or
+    one is misspelled."""
     s = gold.strip()
     plain = s.replace(",", "")
     if _NUMBER.match(plain):
@@ -102,12 +103,15 @@ def perturb(gold: str, k: int = 0) -> str:
         bump = 1 + k // len(digits)
         return s[:i] + str((int(s[i]) + bump) % 10) + s[i + 1:]
     if s.lower() in _OPPOSITES:
-        return _OPPOSITES[s.lower()]
+        return [_OPPOSITES[s.lower()], f"not {s}", "unknown", "neither"][k % 4]
     if len(s) == 1 and s.isalpha():
         return chr((ord(s.upper()) - ord("A") + 1 + k) % 26 + ord("A"))
     words = s.split()
-    if len(set(words)) > 1:
-        return " ".join(words[::-1]) if k == 0 else " ".join(words[1:] + words[:1])
+    if len(set(words)) > 1 and k == 0 and words[::-1] != words:
+        return " ".join(words[::-1])
+    if len(words) > 1:
+        i = (k - 1) % len(words)
+        return " ".join(words[:i] + [words[i] + "x" * (1 + (k - 1) // len(words))] + words[i + 1:])
     return s + "x" * (k + 1)
 
 

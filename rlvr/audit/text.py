@@ -7,7 +7,7 @@ import json
 import re
 
 from .answers import rethink
-from .strategy import KINDS, Attempt, Case, register_strategy
+from .strategy import Attempt, Case, register_strategy
 
 __all__ = ["filler"]
 
@@ -39,7 +39,7 @@ def _keywords(case: Case) -> set[str]:
     return words
 
 
-@register_strategy("prompt-echo", kinds=KINDS)
+@register_strategy("prompt-echo", kinds=("answer", "code", "instructions", "json"))
 def prompt_echo(case: Case):
     """The prompt written back: bare, in the answer slot, or as the whole answer."""
     q = case.question
