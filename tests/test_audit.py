@@ -56,6 +56,7 @@ BUILTIN_ARGS = {
     "code": {"wall_s": 2.0}, "code-stdio": {"wall_s": 2.0}, "code-feedback": {"wall_s": 2.0},
     "humaneval": {"wall_s": 2.0},
 }
+N_TASKS = 2
 NOT_AUDITED = {"reward-model": "needs a trained reward model (path=...); a learned reward has "
                                 "no gold answer to hold it to"}
 
@@ -249,7 +250,8 @@ def pool():
 
 @pytest.mark.parametrize("env", sorted(EXPECTED_FINDINGS))
 def test_builtin_environment_audit(env, pool):
-    report = run_audit(AuditConfig(env, env_args=BUILTIN_ARGS.get(env, {}), n=2), pool=pool)
+    report = run_audit(AuditConfig(env, env_args=BUILTIN_ARGS.get(env, {}), n=N_TASKS),
+                       pool=pool)
     ran = [r for r in report.results if r.result != "skipped"]
     assert any(r.legit for r in ran) and any(not r.legit for r in ran), report.render()
     assert all(r.attempts > 0 for r in ran if r.result != "BROKEN")

@@ -13,8 +13,8 @@ ends as `timeout` or `error`, or a legitimate form refused is a finding (docs/au
 """
 from .report import AuditReport, StrategyResult
 from .run import AuditConfig, run_audit, select
-from .strategy import (KINDS, Attempt, Case, Strategy, UnknownStrategyError, get_strategy,
-                       list_strategies, register_strategy, task_kind)
+from .registry import UnknownStrategyError, get_strategy, list_strategies
+from .strategy import KINDS, Attempt, Case, Strategy, register_strategy, task_kind
 
 __all__ = ["AuditConfig", "run_audit", "select", "AuditReport", "StrategyResult", "KINDS",
            "Attempt", "Case", "Strategy", "register_strategy", "list_strategies", "get_strategy",

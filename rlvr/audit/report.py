@@ -114,3 +114,32 @@ class AuditReport:
                                  f"{e['completion'][:160]!r}"
                                  + (f" -- {e['reason'][:120]}" if e["reason"] else ""))
         return "\n".join(lines)
+
+    def markdown(self) -> str:
+        """The table as Markdown (docs/audit.md), with an example for each finding."""
+        rows = ["| strategy | side | result | n | mean reward | >0 | solved | statuses | p99 s |",
+                "|---|---|---|---:|---:|---:|---:|---|---:|"]
+        notes = []
+        for r in self.results:
+            if r.result == SKIPPED:
+                continue
+            statuses = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))
+            rows.append(f"| {r.name} | {'legit' if r.legit else 'wrong'} | **{r.result}** | "
+                        f"{r.attempts} | {r.mean_reward:.3f} | {r.rewarded} | {r.solved} | "
+                        f"{statuses} | {r.p99_s:.3f} |" if r.finding else
+                        f"| {r.name} | {'legit' if r.legit else 'wrong'} | {r.result} | "
+                        f"{r.attempts} | {r.mean_reward:.3f} | {r.rewarded} | {r.solved} | "
+                        f"{statuses} | {r.p99_s:.3f} |")
+            if r.finding and r.example:
+                e = r.example
+                notes.append(f"- `{r.name}` ({e['task']}, score {e['score']:.3g}, {e['status']}"
+                             f"{', finish_reason length' if e['finish_reason'] == 'length' else ''}"
+                             f"): `{_inline(e['completion'], 140)}`"
+                             + (f" -- {_inline(e['reason'], 140)}" if e["reason"] else ""))
+        return "\n".join(rows + ([""] + notes if notes else []))
+
+
+def _inline(text: str, width: int) -> str:
+    """One line of Markdown code: no newlines or backticks, at most `width` characters."""
+    flat = " ".join(text.replace("`", "'").split())
+    return flat if len(flat) <= width else flat[:width - 3] + "..."

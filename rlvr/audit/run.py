@@ -12,7 +12,8 @@ from rlvr.pool import WorkerPool
 from rlvr.pooled_reward import derive_deadline
 
 from .report import BROKEN, SKIPPED, AuditReport, StrategyResult
-from .strategy import KINDS, Strategy, list_strategies, make_case, task_kind
+from .registry import list_strategies
+from .strategy import KINDS, Strategy, make_case, task_kind
 
 __all__ = ["AuditConfig", "run_audit"]
 

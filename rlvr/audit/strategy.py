@@ -26,16 +26,13 @@ from typing import Callable, Iterable, Mapping
 
 from rlvr.core import Completion, Task
 
-__all__ = ["KINDS", "Attempt", "Case", "Strategy", "register_strategy", "list_strategies",
-           "get_strategy", "task_kind", "UnknownStrategyError"]
+__all__ = ["KINDS", "Attempt", "Case", "Strategy", "register_strategy", "task_kind",
+           "make_case", "perturb"]
 
 KINDS = ("answer", "code", "instructions", "json", "format")
 """answer: a short final answer compared with a gold value (maths, puzzles); code: programs run
 against tests; instructions: verifiable constraints on free text; json: an object checked
 against a schema; format: only the completion's shape is rewarded."""
-
-ENTRY_POINT_GROUP = "rlvr.audit_strategies"
-
 
 @dataclass(frozen=True)
 class Attempt:
@@ -203,14 +200,9 @@ class Strategy:
         return [a if isinstance(a, Attempt) else Attempt(str(a)) for a in made if a]
 
 
-class UnknownStrategyError(KeyError):
-    def __str__(self):
-        return str(self.args[0])
-
-
 _strategies: dict[str, Strategy] = {}
+"""Every registered strategy by name (`rlvr.audit.registry` lists them)."""
 _lock = threading.Lock()
-_discovered = False
 
 
 def register_strategy(name: str, *, kinds: Iterable[str] = KINDS, legit: bool = False,
@@ -232,29 +224,3 @@ def register_strategy(name: str, *, kinds: Iterable[str] = KINDS, legit: bool = 
             _strategies[name] = Strategy(name, fn, kinds, legit, " ".join(doc.split()))
         return fn
     return wrap
-
-
-def _discover() -> None:
-    """The built-in strategies and every `rlvr.audit_strategies` entry point, once."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    from . import answers, code, text  # noqa: F401  (they register on import)
-    from importlib.metadata import entry_points
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()
-
-
-def list_strategies() -> list[Strategy]:
-    """Every registered strategy: the legitimate forms first, then the attacks, by name."""
-    _discover()
-    return sorted(_strategies.values(), key=lambda s: (not s.legit, s.name))
-
-
-def get_strategy(name: str) -> Strategy:
-    _discover()
-    if name not in _strategies:
-        raise UnknownStrategyError(f"unknown strategy {name!r}; registered: "
-                                   f"{', '.join(sorted(_strategies))}")
-    return _strategies[name]
