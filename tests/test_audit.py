@@ -22,28 +22,39 @@ FIX = Path(__file__).parent / "fixtures" / "benchmarks"
 # docs/audit.md explains each. Empty an entry when its holes are closed: the test checks the
 # findings are exactly these, so a closed hole and a new one both show up here.
 EXPECTED_FINDINGS = {
+    "aime": {"doubt-clause", "hedge", "latex-tricks", "truncated-ramble"},
     "arithmetic": {"latex-tricks"},
-    "math-arithmetic": set(),
+    "code": set(),
+    "code-feedback": set(),
+    "code-stdio": set(),
+    "countdown": set(),
+    "gsm8k": {"all-options", "doubt-clause", "hedge", "latex-tricks", "truncated-ramble"},
+    "hendrycks-math": {"all-options", "doubt-clause", "hedge", "latex-tricks", "prompt-echo",
+                       "truncated-ramble"},
+    "humaneval": set(),
+    "ifeval-style": {"format-only", "keyword-stuffing", "length-padding"},
+    "json-schema": set(),
     "math": {"all-options", "doubt-clause", "hedge", "latex-tricks", "prompt-echo",
              "truncated-ramble"},
-    "countdown": set(),
-    "think-format": set(),
-    "json-schema": set(),
-    "ifeval-style": {"format-only", "keyword-stuffing", "length-padding"},
-    "tool-arithmetic": {"hedge", "latex-tricks"},
-    "math-python": set(),
-    "reasoning-gym": set(),
-    "reasoning-gym/spell_backward": set(),
-    "gsm8k": set(),
-    "math500": set(),
-    "hendrycks-math": set(),
-    "aime": set(),
-    "code": set(),
-    "code-stdio": set(),
-    "code-feedback": set(),
-    "humaneval": set(),
+    "math-arithmetic": {"all-options", "doubt-clause", "hedge", "latex-tricks",
+                        "truncated-ramble"},
+    "math-python": {"all-options", "doubt-clause", "hedge", "latex-tricks", "prompt-echo",
+                    "truncated-ramble"},
+    "math500": {"hedge"},
     "mbpp": set(),
+    "reasoning-gym": {"gold-notation", "all-options", "doubt-clause", "gold-then-wrong-final",
+                      "hedge", "latex-tricks"},
+    "reasoning-gym/spell_backward": {"all-options", "doubt-clause", "gold-in-think",
+                                     "gold-then-wrong-final", "hedge", "latex-tricks",
+                                     "lookalikes", "stall", "wrong-perfect-format"},
+    "think-format": set(),
+    "tool-arithmetic": {"hedge", "latex-tricks"},
 }
+# Findings that come and go with the machine's load: the math reader takes 4-9 s on the `stall`
+# answers (docs/audit.md), so under load they pass the 10 s deadline and end as `timeout`.
+LOAD_DEPENDENT = {env: {"stall"} for env in (
+    "aime", "countdown", "gsm8k", "hendrycks-math", "math", "math-arithmetic", "math-python",
+    "math500")}
 
 # Factory arguments that keep the audit offline (benchmark fixtures) and short (a 2 s wall for
 # the programs that stall).
@@ -110,6 +121,18 @@ def audit_strict():
     return _env("audit-strict", StrictAnswer())
 
 
+@pytest.fixture
+def own_strategies():
+    """Strategies a test registers are gone after it (the built-in audits run rlvr's own)."""
+    from rlvr.audit.registry import list_strategies as discover
+    from rlvr.audit.strategy import _strategies
+    discover()
+    saved = dict(_strategies)
+    yield
+    _strategies.clear()
+    _strategies.update(saved)
+
+
 def _audit(env, **kw):
     return run_audit(AuditConfig(env, n=kw.pop("n", 2), workers=kw.pop("workers", 0), **kw))
 
@@ -170,7 +193,7 @@ def test_bad_usage_is_one_line_and_exit_2(capsys):
     assert "hedge" in capsys.readouterr().out
 
 
-def test_a_user_strategy_registers_and_runs():
+def test_a_user_strategy_registers_and_runs(own_strategies):
     @register_strategy("test-shout-gold", kinds=("answer",), replace=True)
     def shout(case):
         """A wrong answer, then the gold shouted."""
@@ -197,7 +220,7 @@ def test_a_user_strategy_registers_and_runs():
         register_strategy("test-shout-gold")(lambda case: [])
 
 
-def test_an_attempt_that_hangs_the_reward_escapes_through_the_pool():
+def test_an_attempt_that_hangs_the_reward_escapes_through_the_pool(own_strategies):
     import envs_for_tests  # noqa: F401  (registers test-hang where workers can import it)
 
     @register_strategy("test-hang-it", kinds=("answer",), replace=True)
@@ -256,4 +279,5 @@ def test_builtin_environment_audit(env, pool):
     assert any(r.legit for r in ran) and any(not r.legit for r in ran), report.render()
     assert all(r.attempts > 0 for r in ran if r.result != "BROKEN")
     assert not [r.name for r in report.results if r.result == "BROKEN"], report.render()
-    assert set(report.findings) == EXPECTED_FINDINGS[env], report.render()
+    maybe = LOAD_DEPENDENT.get(env, set())
+    assert set(report.findings) - maybe == EXPECTED_FINDINGS[env] - maybe, report.render()

@@ -33,6 +33,8 @@ KINDS = ("answer", "code", "instructions", "json", "format")
 """answer: a short final answer compared with a gold value (maths, puzzles); code: programs run
 against tests; instructions: verifiable constraints on free text; json: an object checked
 against a schema; format: only the completion's shape is rewarded."""
+_SCHEMA_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -175,7 +177,8 @@ def task_kind(env, task: Task) -> str:
         return "code"
     if isinstance(answer, Mapping) and "instruction_id_list" in answer:
         return "instructions"
-    if isinstance(answer, Mapping) and ("properties" in answer or "type" in answer):
+    if isinstance(answer, Mapping) and ("properties" in answer or "$schema" in answer
+                                        or answer.get("type") in _SCHEMA_TYPES):
         return "json"
     from rlvr.verifiers.format import AnswerTag, BoxedPresent, ThinkFormat
     weighted = [r for r, w in env.rewards if w]
@@ -184,7 +187,7 @@ def task_kind(env, task: Task) -> str:
     return "answer"
 
 
-# --------------------------------------------------------------------------- the registry
+# --------------------------------------------------------------------------- registering
 
 @dataclass(frozen=True)
 class Strategy:
