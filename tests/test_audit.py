@@ -281,3 +281,21 @@ def test_builtin_environment_audit(env, pool):
     assert not [r.name for r in report.results if r.result == "BROKEN"], report.render()
     maybe = LOAD_DEPENDENT.get(env, set())
     assert set(report.findings) - maybe == EXPECTED_FINDINGS[env] - maybe, report.render()
+
+
+def test_the_memory_thief_finds_a_program_left_in_memory():
+    # outside any sandbox, in this process: the gold program's text is in memory (the gold
+    # completion was built), so the thief must find it and answer right -- the strategy is a
+    # real attack, and it scores 0 in the sandbox only because no earlier run is visible there
+    from rlvr.audit.registry import get_strategy
+    from rlvr.audit.strategy import make_case
+    from rlvr.envs.registry import load_env
+    from rlvr.verifiers.code import extract_code
+    env = load_env("code", check=False, pooled=False)
+    task = env.get_task("code/add")
+    case = make_case(env, task, "code")
+    attempts = get_strategy("sibling-theft").attempts(case)
+    assert [a.plant for a in attempts] == [True, True, False, False]
+    namespace = {}
+    exec(extract_code(attempts[2].text), namespace)
+    assert namespace["add"](2, 3) == 5

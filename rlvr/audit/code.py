@@ -194,30 +194,28 @@ def forged_output(case: Case):
 
 
 _HEAP = '''
-import re
+import ctypes, re
 
 def _in_memory(marker):
-    """Program texts that earlier runs left in this process's memory."""
+    """Program texts that earlier runs left in this process's memory (read in place: the
+    private anonymous regions /proc/self/maps lists as readable and writable)."""
     found = []
     with open("/proc/self/maps") as maps:
         regions = [line.split() for line in maps]
-    with open("/proc/self/mem", "rb", 0) as mem:
-        for r in regions:
-            if "r" not in r[1] or (len(r) > 5 and not r[5].startswith("[")):
-                continue
-            lo, hi = (int(x, 16) for x in r[0].split("-"))
-            if hi - lo > 1 << 26:
-                continue
-            try:
-                mem.seek(lo)
-                data = mem.read(hi - lo)
-            except (OSError, ValueError, OverflowError):
-                continue
-            for m in re.finditer(re.escape(marker), data):
-                chunk = data[m.start():m.start() + 20000].split(b"\\0")[0]
-                text = chunk.decode("utf-8", "ignore")
-                if "_in_memory" not in text:
-                    found.append(text)
+    for r in regions:
+        if r[1] != "rw-p" or (len(r) > 5 and r[5] not in ("[heap]", "[stack]")):
+            continue
+        lo, hi = (int(x, 16) for x in r[0].split("-"))
+        if hi - lo > 1 << 26:
+            continue
+        try:
+            data = ctypes.string_at(lo, hi - lo)
+        except Exception:
+            continue
+        for m in re.finditer(re.escape(marker), data):
+            text = data[m.start():m.start() + 20000].split(b"\\0")[0].decode("utf-8", "ignore")
+            if "_in_memory" not in text:
+                found.append(text)
     return found
 '''
 
