@@ -313,3 +313,29 @@ def test_the_host_thief_finds_the_task_rows_on_disk():
     namespace = {}
     exec(extract_code(get_strategy("read-host").attempts(case)[1].text), namespace)
     assert namespace["add"](2, 3) == 5
+
+
+def test_strategies_come_from_the_entry_point_group(monkeypatch, own_strategies):
+    # a third-party package lists a module in `rlvr.audit_strategies`; discovery imports it
+    import importlib.metadata
+
+    import rlvr.audit.registry as registry
+
+    class EntryPoint:
+        name = "theirs"
+
+        def load(self):
+            @register_strategy("test-from-entry-point", kinds=("answer",), replace=True)
+            def theirs(case):
+                """Registered by a package."""
+                return [case.dress(case.wrong())]
+            return theirs
+
+    def entry_points(group):
+        return [EntryPoint()] if group == "rlvr.audit_strategies" else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_discovered", False)
+    assert registry.get_strategy("test-from-entry-point").description == "Registered by a package."
+    with pytest.raises(registry.UnknownStrategyError, match="registered: "):
+        registry.get_strategy("nope")
