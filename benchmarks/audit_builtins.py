@@ -24,7 +24,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_audit import BUILTIN_ARGS, EXPECTED_FINDINGS, N_TASKS, NOT_AUDITED
+    from test_audit import BUILTIN_ARGS, EXPECTED_FINDINGS, N_TASKS, NOT_AUDITED, audited
 
     from rlvr.audit import AuditConfig, run_audit
     from rlvr.pool import WorkerPool
@@ -33,8 +33,8 @@ def main() -> int:
     with WorkerPool(args.workers) as pool:
         for env in sorted(EXPECTED_FINDINGS):
             start = time.perf_counter()
-            report = run_audit(AuditConfig(env, env_args=BUILTIN_ARGS.get(env, {}), n=N_TASKS),
-                               pool=pool)
+            report = run_audit(AuditConfig(audited(env), env_args=BUILTIN_ARGS.get(env, {}),
+                                           n=N_TASKS), pool=pool)
             ran = sum(r.result != "skipped" for r in report.results)
             found = ", ".join(f"`{f}`" for f in report.findings) or "none"
             summary.append(f"| `{env}` | {report.kind} | {ran} | {found} |")

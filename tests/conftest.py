@@ -47,7 +47,7 @@ SLOW = (
     "test_math_verifier.py::test_timeout_from_asyncio",
     # `rlvr audit` on the environments whose attacks run programs or stall the math reader
     *(f"test_audit.py::test_builtin_environment_audit[{env}]" for env in (
-        "code", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",
+        "code", "code (docker)", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",
         "math-python", "gsm8k", "hendrycks-math", "aime")),
 )
 

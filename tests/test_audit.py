@@ -1,6 +1,7 @@
 """`rlvr audit` (rlvr.audit): a weak environment is caught, a strict one passes, the exit code
 and JSON say so, user strategies plug in, and every built-in environment is audited."""
 import json
+import os
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -25,6 +26,7 @@ EXPECTED_FINDINGS = {
     "aime": {"doubt-clause", "hedge", "latex-tricks", "truncated-ramble"},
     "arithmetic": {"latex-tricks"},
     "code": set(),
+    "code (docker)": set(),
     "code-feedback": set(),
     "code-stdio": set(),
     "countdown": set(),
@@ -64,7 +66,8 @@ BUILTIN_ARGS = {
     "hendrycks-math": {"data": str(FIX / "hendrycks_math.jsonl")},
     "aime": {"data": str(FIX / "aime_aimo.jsonl")},
     "mbpp": {"data": str(FIX / "mbpp.jsonl"), "wall_s": 2.0},
-    "code": {"wall_s": 2.0}, "code-stdio": {"wall_s": 2.0}, "code-feedback": {"wall_s": 2.0},
+    "code": {"wall_s": 2.0}, "code (docker)": {"wall_s": 2.0, "backend": "docker"},
+    "code-stdio": {"wall_s": 2.0}, "code-feedback": {"wall_s": 2.0},
     "humaneval": {"wall_s": 2.0},
 }
 N_TASKS = 2
@@ -262,7 +265,7 @@ def test_kinds_are_read_from_the_tasks():
 def test_every_builtin_environment_is_audited_or_named():
     from rlvr.envs import BUILTIN_MODULES
     names = {n for ns in BUILTIN_MODULES.values() for n in ns if not n.startswith("reasoning-gym")}
-    assert names - set(EXPECTED_FINDINGS) == set(NOT_AUDITED)
+    assert names - {audited(k) for k in EXPECTED_FINDINGS} == set(NOT_AUDITED)
 
 
 @pytest.fixture(scope="module")
@@ -271,10 +274,24 @@ def pool():
         yield p
 
 
+def audited(key: str) -> str:
+    """The environment an EXPECTED_FINDINGS key audits (`code (docker)`: `code`)."""
+    return key.partition(" (")[0]
+
+
 @pytest.mark.parametrize("env", sorted(EXPECTED_FINDINGS))
 def test_builtin_environment_audit(env, pool):
-    report = run_audit(AuditConfig(env, env_args=BUILTIN_ARGS.get(env, {}), n=N_TASKS),
-                       pool=pool)
+    args = BUILTIN_ARGS.get(env, {})
+    if args.get("backend") == "docker":       # as tests/sandbox_support.py: skip without an
+        from rlvr.sandbox import SandboxUnavailable   # engine, except in CI
+        from rlvr.sandbox.docker import build_image
+        try:
+            build_image()
+        except SandboxUnavailable as exc:
+            if os.environ.get("RLVR_REQUIRE_DOCKER"):
+                raise
+            pytest.skip(f"Docker engine unavailable: {exc}")
+    report = run_audit(AuditConfig(audited(env), env_args=args, n=N_TASKS), pool=pool)
     ran = [r for r in report.results if r.result != "skipped"]
     assert any(r.legit for r in ran) and any(not r.legit for r in ran), report.render()
     assert all(r.attempts > 0 for r in ran if r.result != "BROKEN")
