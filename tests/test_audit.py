@@ -248,6 +248,13 @@ def test_wrong_values_differ_from_the_gold(gold):
         assert all(Fraction(w) != Fraction(gold.replace(",", "")) for w in wrongs)
 
 
+def test_doctests():
+    import doctest
+
+    import rlvr.audit.strategy
+    assert doctest.testmod(rlvr.audit.strategy).failed == 0
+
+
 def test_kinds_are_read_from_the_tasks():
     from rlvr.envs.registry import load_env
     kinds = {}

@@ -87,9 +87,13 @@ _OPPOSITES = {"true": "false", "false": "true", "yes": "no", "no": "yes"}
 
 
 def perturb(gold: str, k: int = 0) -> str:
-    """A value different from `gold`: numbers move by k + 1 (a decimal in its last place), the
+    r"""A value different from `gold`: numbers move by k + 1 (a decimal in its last place), the
     k-th digit from the end is bumped, booleans flip, a letter moves on, words are reversed or
-    one is misspelled."""
+    one is misspelled.
+
+    >>> perturb("35"), perturb("35", 2), perturb("0.50"), perturb("\\frac{5}{6}"), perturb("True")
+    ('36', '38', '0.51', '\\frac{5}{7}', 'false')
+    """
     s = gold.strip()
     plain = s.replace(",", "")
     if _NUMBER.match(plain):
@@ -156,8 +160,12 @@ def make_case(env, task: Task, kind: str) -> Case:
     """The view of `task` every strategy builds from (seeded by the task id: reproducible)."""
     gold_completion = None
     if env.gold is not None:
-        made = env.gold(task)
-        gold_completion = made.text if isinstance(made, Completion) else str(made)
+        try:    # a task without a reference (a code row with no solution) has no gold to dress
+            made = env.gold(task)
+        except (KeyError, ValueError):
+            made = None
+        if made is not None:
+            gold_completion = made.text if isinstance(made, Completion) else str(made)
     case = Case(task, kind, gold_completion, None, _prompt_text(task.prompt),
                 random.Random(f"rlvr-audit/{task.id}"))
     if gold_completion is not None and kind in ("answer", "format"):
