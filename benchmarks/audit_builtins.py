@@ -73,25 +73,28 @@ def _builtins(pool) -> str:
 
 def _reasoning_gym(pool) -> str:
     """One row per reasoning-gym dataset (its first N_TASKS train tasks): the wrong strategies
-    that solved a task, those that earned partial credit only, and the other findings."""
+    that solved a task, those that earned partial credit only, the other findings, and whether
+    the control (a perturbed gold) solved its task: then the findings may be right answers."""
     from test_audit import N_TASKS
 
     from rlvr.audit import AuditConfig, run_audit
     from rlvr.envs.reasoning_gym_names import DATASETS
-    rows = ["| dataset | wrong answers solved | partial credit only | escaped / refused |",
-            "|---|---|---|---|"]
+    rows = ["| dataset | wrong answers solved | partial credit only | escaped / refused | "
+            "accepts more than the gold |", "|---|---|---|---|---|"]
     for name in DATASETS:
         start = time.perf_counter()
         try:
             report = run_audit(AuditConfig(f"reasoning-gym/{name}", n=N_TASKS), pool=pool)
         except Exception as exc:     # a dataset that cannot be built here is named, not hidden
-            rows.append(f"| `{name}` | not audited: {type(exc).__name__}: {str(exc)[:100]} | | |")
+            rows.append(f"| `{name}` | not audited: {type(exc).__name__}: {str(exc)[:100]} "
+                        "| | | |")
             continue
         found = [r for r in report.results if r.finding]
         cells = [[r.name for r in found if r.result == "REWARDED" and r.solved],
                  [r.name for r in found if r.result == "REWARDED" and not r.solved],
                  [f"{r.name} ({r.result})" for r in found if r.result != "REWARDED"]]
-        rows.append(f"| `{name}` | " + " | ".join(", ".join(c) or "-" for c in cells) + " |")
+        rows.append(f"| `{name}` | " + " | ".join(", ".join(c) or "-" for c in cells)
+                    + f" | {'yes' if report.caveats else '-'} |")
         print(f"reasoning-gym/{name}: {rows[-1]} ({time.perf_counter() - start:.1f} s)",
               file=sys.stderr)
     return "\n".join(rows)

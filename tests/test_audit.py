@@ -119,6 +119,20 @@ def audit_weak():
     return _env("audit-weak", ContainsGold())
 
 
+class WithinOne(BaseReward):
+    """Accepts any value within 1 of the gold: more than the gold."""
+    name = "within_one"
+
+    def _score(self, task, completion):
+        found = re.findall(r"<answer>(-?\d+)</answer>", completion.text)
+        return Verdict(float(len(found) == 1 and abs(int(found[0]) - int(task.answer)) <= 1))
+
+
+@register_env("audit-tolerant", replace=True)
+def audit_tolerant():
+    return _env("audit-tolerant", WithinOne())
+
+
 @register_env("audit-strict", replace=True)
 def audit_strict():
     return _env("audit-strict", StrictAnswer())
@@ -164,6 +178,14 @@ def test_a_strict_environment_passes():
     assert legit and all(r.solved == r.attempts > 0 for r in legit)
 
 
+def test_an_environment_accepting_more_than_the_gold_gets_a_caveat():
+    report = _audit("audit-tolerant", strategies="wrong-perfect-format,hedge")
+    assert report.findings == ["wrong-perfect-format"]
+    assert report.caveats and "accepts values other than the gold" in report.caveats[0]
+    assert "caveat: wrong-perfect-format solved 2 of 6" in report.render()
+    assert not _audit("audit-strict", strategies="wrong-perfect-format").caveats
+
+
 def test_exit_code_and_json_report(capsys, tmp_path):
     assert main(["audit", "--env", "audit-strict", "-n", "2", "--workers", "0"]) == 0
     assert "findings: none" in capsys.readouterr().out
@@ -173,7 +195,8 @@ def test_exit_code_and_json_report(capsys, tmp_path):
     assert "REWARDED" in capsys.readouterr().out
     report = json.loads(out.read_text())
     assert set(report) == {"env", "env_args", "kind", "tasks", "versions", "findings", "passed",
-                           "strategies"}
+                           "caveats", "strategies"}
+    assert report["caveats"] == []
     assert report["passed"] is False and "hedge" in report["findings"]
     assert report["tasks"] == ["toy/3", "toy/4"]
     row = next(s for s in report["strategies"] if s["name"] == "hedge")

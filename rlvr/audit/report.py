@@ -13,6 +13,11 @@ ESCAPES = frozenset({TIMEOUT, ERROR, INFRA_ERROR})
 """Statuses a completion must never reach (they are the verifier's failures, left out of
 training): an attack that ends in one has escaped the verdict."""
 
+CONTROL = "wrong-perfect-format"
+"""The control strategy: the plainest wrong answer (the gold perturbed, in the gold's exact
+format). When it solves a task, the environment accepts more than the gold -- a tolerance, or
+several right answers -- and the other wrong strategies' findings may be right answers."""
+
 # A strategy's outcome: what the table's `result` column says.
 PASS, REWARDED, REFUSED, ESCAPED, SKIPPED, BROKEN = (
     "pass", "REWARDED", "REFUSED", "ESCAPED", "skipped", "BROKEN")
@@ -77,6 +82,16 @@ class AuditReport:
     versions: dict = field(default_factory=dict)
 
     @property
+    def caveats(self) -> list[str]:
+        """What limits the report's reading (the control solving its tasks)."""
+        control = next((r for r in self.results if r.name == CONTROL), None)
+        if control is None or not control.solved:
+            return []
+        return [f"{CONTROL} solved {control.solved} of {control.attempts}: this environment "
+                "accepts values other than the gold (a tolerance, or several right answers), "
+                "so wrong-answer findings may be right answers"]
+
+    @property
     def findings(self) -> list[str]:
         """Names of the strategies that found a hole (or a right answer refused)."""
         return [r.name for r in self.results if r.finding]
@@ -85,6 +100,7 @@ class AuditReport:
         return {"env": self.env, "env_args": self.env_args, "kind": self.kind,
                 "tasks": self.task_ids, "versions": self.versions,
                 "findings": self.findings, "passed": not self.findings,
+                "caveats": self.caveats,
                 "strategies": [asdict(r) for r in self.results]}
 
     def render(self, examples: bool = True) -> str:
@@ -104,6 +120,7 @@ class AuditReport:
                          f"{r.p99_s:7.3f}  {statuses}")
         found = self.findings
         lines.append(f"findings: {', '.join(found)}" if found else "findings: none")
+        lines += [f"caveat: {c}" for c in self.caveats]
         if examples:
             lines.append("\nexamples:")
             for r in self.results:
@@ -136,6 +153,7 @@ class AuditReport:
                              f"{', finish_reason length' if e['finish_reason'] == 'length' else ''}"
                              f"): `{_inline(e['completion'], 140)}`"
                              + (f" -- {_inline(e['reason'], 140)}" if e["reason"] else ""))
+        notes += [f"- caveat: {c}" for c in self.caveats]
         return "\n".join(rows + ([""] + notes if notes else []))
 
 
