@@ -271,6 +271,22 @@ def test_wrong_values_differ_from_the_gold(gold):
         assert all(Fraction(w) != Fraction(gold.replace(",", "")) for w in wrongs)
 
 
+def test_the_docs_examples_run(own_strategies, capsys):
+    # docs/audit.md's Python blocks: the API call and the two user strategies, then an audit
+    # that uses them
+    text = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    namespace = {}
+    for block in blocks:
+        exec(block, namespace)
+    assert "rlvr audit: arithmetic" in capsys.readouterr().out
+    by_name = {r.name: r for r in _audit("audit-strict", strategies="units-hedge,gold-in-words")
+               .results}
+    assert by_name["units-hedge"].result == "pass"
+    assert by_name["gold-in-words"].result == "REFUSED"       # the strict toy wants a number
+
+
 def test_doctests():
     import doctest
 
