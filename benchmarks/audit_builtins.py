@@ -86,7 +86,8 @@ def _reasoning_gym(pool) -> str:
         try:
             report = run_audit(AuditConfig(f"reasoning-gym/{name}", n=N_TASKS), pool=pool)
         except Exception as exc:     # a dataset that cannot be built here is named, not hidden
-            rows.append(f"| `{name}` | not audited: {type(exc).__name__}: {str(exc)[:100]} "
+            why = " ".join(str(exc).split())[:100].replace("|", "/")
+            rows.append(f"| `{name}` | not audited: {type(exc).__name__}: {why} "
                         "| | | |")
             continue
         found = [r for r in report.results if r.finding]
