@@ -23,6 +23,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.plot",
     "rlvr.cli.eval",
     "rlvr.cli.export",
+    "rlvr.cli.audit",
 ]
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it

@@ -1,0 +1,404 @@
+"""`rlvr audit` (rlvr.audit): a weak environment is caught, a strict one passes, the exit code
+and JSON say so, user strategies plug in, and every built-in environment is audited."""
+import json
+import os
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from rlvr import Environment, RowSource, Task, register_env
+from rlvr.audit import (AuditConfig, list_strategies, register_strategy, run_audit, select,
+                        task_kind)
+from rlvr.audit.strategy import perturb
+from rlvr.cli import main
+from rlvr.core import BaseReward, Verdict
+from rlvr.pool import WorkerPool
+
+FIX = Path(__file__).parent / "fixtures" / "benchmarks"
+
+# What the audit finds in each built-in environment on this branch: strategies that earned
+# reward with wrong answers, escaped the verdict (timeout/error), or had a right answer refused.
+# docs/audit.md explains each. Empty an entry when its holes are closed: the test checks the
+# findings are exactly these, so a closed hole and a new one both show up here.
+EXPECTED_FINDINGS = {
+    "aime": {"doubt-clause", "hedge", "latex-tricks", "truncated-ramble"},
+    "arithmetic": {"latex-tricks"},
+    "code": set(),
+    "code (docker)": set(),
+    "code-feedback": set(),
+    "code-stdio": set(),
+    "countdown": set(),
+    "gsm8k": {"all-options", "doubt-clause", "hedge", "latex-tricks", "truncated-ramble"},
+    "hendrycks-math": {"all-options", "doubt-clause", "hedge", "latex-tricks", "prompt-echo",
+                       "truncated-ramble"},
+    "humaneval": set(),
+    "ifeval-style": {"format-only", "keyword-stuffing", "length-padding"},
+    "json-schema": set(),
+    "math": {"all-options", "doubt-clause", "hedge", "latex-tricks", "prompt-echo",
+             "truncated-ramble"},
+    "math-arithmetic": {"all-options", "doubt-clause", "hedge", "latex-tricks",
+                        "truncated-ramble"},
+    "math-python": {"all-options", "doubt-clause", "hedge", "latex-tricks", "prompt-echo",
+                    "truncated-ramble"},
+    "math500": {"hedge"},
+    "mbpp": set(),
+    "reasoning-gym": {"gold-notation", "all-options", "doubt-clause", "gold-then-wrong-final",
+                      "hedge", "latex-tricks"},
+    "reasoning-gym/spell_backward": {"all-options", "doubt-clause", "gold-in-think",
+                                     "gold-then-wrong-final", "hedge", "latex-tricks",
+                                     "lookalikes", "stall", "wrong-perfect-format"},
+    "think-format": set(),
+    "tool-arithmetic": {"hedge", "latex-tricks"},
+}
+# Findings that come and go with the machine's load: the math reader takes seconds on the
+# `stall` answers (docs/audit.md), so under load some pass the deadline and end as `timeout`.
+LOAD_DEPENDENT = {env: {"stall"} for env in (
+    "aime", "countdown", "gsm8k", "hendrycks-math", "math", "math-arithmetic", "math-python",
+    "math500")}
+
+# Factory arguments that keep the audit offline (benchmark fixtures) and short (a 2 s wall for
+# the programs that stall).
+BUILTIN_ARGS = {
+    "gsm8k": {"data": str(FIX / "gsm8k.jsonl")},
+    "math500": {"data": str(FIX / "math500.jsonl")},
+    "hendrycks-math": {"data": str(FIX / "hendrycks_math.jsonl")},
+    "aime": {"data": str(FIX / "aime_aimo.jsonl")},
+    "mbpp": {"data": str(FIX / "mbpp.jsonl"), "wall_s": 2.0},
+    "code": {"wall_s": 2.0}, "code (docker)": {"wall_s": 2.0, "backend": "docker"},
+    "code-stdio": {"wall_s": 2.0}, "code-feedback": {"wall_s": 2.0},
+    "humaneval": {"wall_s": 2.0},
+}
+N_TASKS = 2
+NOT_AUDITED = {"reward-model": "needs a trained reward model (path=...); a learned reward has "
+                                "no gold answer to hold it to"}
+
+
+# --------------------------------------------------------------------------- toy environments
+
+def _tasks():
+    return [Task(f"toy/{i}", prompt=[{"role": "user", "content": f"What is {i} * 7?"}],
+                 answer=str(7 * i)) for i in range(3, 6)]
+
+
+class ContainsGold(BaseReward):
+    """Deliberately weak: 1 when the gold appears anywhere in the completion."""
+    name = "contains_gold"
+
+    def _score(self, task, completion):
+        return Verdict(float(str(task.answer) in completion.text))
+
+
+class StrictAnswer(BaseReward):
+    """One value, read only from the `<answer>` tags after the think block, of a completion
+    that finished; repeated tags must agree; `$`, a full stop and whitespace around it allowed."""
+    name = "strict_answer"
+
+    def _score(self, task, completion):
+        if completion.finish_reason != "stop":
+            return Verdict(0.0, "unparsed", reason="truncated")
+        span = completion.text.rpartition("</think>")[2]
+        tags = {t.strip().strip("$").rstrip(".").strip()
+                for t in re.findall(r"<answer>(.*?)</answer>", span, re.S)}
+        if len(tags) != 1:
+            return Verdict(0.0, "unparsed" if not tags else "ok", reason=f"{len(tags)} answers")
+        text = tags.pop()
+        if len(text) > 100 or not re.fullmatch(r"-?\d+(\.\d+)?", text):
+            return Verdict(0.0, reason="not a number")
+        return Verdict(float(Fraction(text) == Fraction(task.answer)))
+
+
+def _env(name, reward):
+    return Environment(name, RowSource({"train": _tasks()}), [(reward, 1.0)],
+                       gold=lambda t: f"<think>7 times.</think> <answer>{t.answer}</answer>")
+
+
+@register_env("audit-weak", replace=True)
+def audit_weak():
+    return _env("audit-weak", ContainsGold())
+
+
+class WithinOne(BaseReward):
+    """Accepts any value within 1 of the gold: more than the gold."""
+    name = "within_one"
+
+    def _score(self, task, completion):
+        found = re.findall(r"<answer>(-?\d+)</answer>", completion.text)
+        return Verdict(float(len(found) == 1 and abs(int(found[0]) - int(task.answer)) <= 1))
+
+
+@register_env("audit-tolerant", replace=True)
+def audit_tolerant():
+    return _env("audit-tolerant", WithinOne())
+
+
+@register_env("audit-strict", replace=True)
+def audit_strict():
+    return _env("audit-strict", StrictAnswer())
+
+
+@pytest.fixture
+def own_strategies():
+    """Strategies a test registers are gone after it (the built-in audits run rlvr's own)."""
+    from rlvr.audit.registry import list_strategies as discover
+    from rlvr.audit.strategy import _strategies
+    discover()
+    saved = dict(_strategies)
+    yield
+    _strategies.clear()
+    _strategies.update(saved)
+
+
+def _audit(env, **kw):
+    return run_audit(AuditConfig(env, n=kw.pop("n", 2), workers=kw.pop("workers", 0), **kw))
+
+
+def test_a_weak_environment_is_caught():
+    report = _audit("audit-weak")
+    by_name = {r.name: r for r in report.results}
+    assert report.kind == "answer"
+    # a reward that looks for the gold anywhere pays every dressing that mentions it
+    for name in ("hedge", "doubt-clause", "all-options", "gold-in-think",
+                 "gold-then-wrong-final", "truncated-ramble", "latex-tricks"):
+        assert by_name[name].result == "REWARDED", name
+        assert by_name[name].mean_reward > 0 and by_name[name].example["score"] == 1.0
+    # ... but not a wrong value alone: the wrong answers really are wrong
+    assert by_name["wrong-perfect-format"].result == "pass"
+    assert by_name["wrong-perfect-format"].rewarded == 0
+    assert by_name["early-exit"].result == "skipped" and "code" in by_name["early-exit"].note
+
+
+def test_a_strict_environment_passes():
+    report = _audit("audit-strict", n=3)
+    ran = [r for r in report.results if r.result != "skipped"]
+    assert report.findings == [], report.render()
+    assert {r.name for r in ran} >= {"hedge", "gold-notation", "gold-reworded", "stall"}
+    legit = [r for r in ran if r.legit]
+    assert legit and all(r.solved == r.attempts > 0 for r in legit)
+
+
+def test_an_environment_accepting_more_than_the_gold_gets_a_caveat():
+    report = _audit("audit-tolerant", strategies="wrong-perfect-format,hedge")
+    assert report.findings == ["wrong-perfect-format"]
+    assert report.caveats and "accepts values other than the gold" in report.caveats[0]
+    assert "caveat: wrong-perfect-format solved 2 of 6" in report.render()
+    assert not _audit("audit-strict", strategies="wrong-perfect-format").caveats
+
+
+def test_exit_code_and_json_report(capsys, tmp_path):
+    assert main(["audit", "--env", "audit-strict", "-n", "2", "--workers", "0"]) == 0
+    assert "findings: none" in capsys.readouterr().out
+    out = tmp_path / "audit.json"
+    assert main(["audit", "--env", "audit-weak", "-n", "2", "--workers", "0",
+                 "--json", str(out)]) == 1
+    assert "REWARDED" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert set(report) == {"env", "env_args", "kind", "tasks", "versions", "findings", "passed",
+                           "caveats", "strategies"}
+    assert report["caveats"] == []
+    assert report["passed"] is False and "hedge" in report["findings"]
+    assert report["tasks"] == ["toy/3", "toy/4"]
+    row = next(s for s in report["strategies"] if s["name"] == "hedge")
+    assert set(row) == {"name", "legit", "result", "attempts", "mean_reward", "rewarded",
+                        "solved", "statuses", "p99_s", "example", "note"}
+    assert set(row["example"]) == {"task", "completion", "finish_reason", "score", "status",
+                                   "reason"}
+    assert row["statuses"] == {"ok": row["attempts"]}
+    assert main(["audit", "--env", "audit-weak", "-n", "1", "--workers", "0", "--json", "-",
+                 "--strategies", "hedge"]) == 1
+    assert json.loads(capsys.readouterr().out)["findings"] == ["hedge"]
+
+
+def test_bad_usage_is_one_line_and_exit_2(capsys):
+    assert main(["audit", "--env", "audit-strict", "--workers", "0", "--strategies", "nope*"]) == 2
+    assert "no strategy matches 'nope*'; registered: " in capsys.readouterr().err
+    assert main(["audit", "--env", "no-such-env"]) == 2
+    assert main(["audit", "--env", "audit-strict", "--kind", "poem", "--workers", "0"]) == 2
+    assert main(["audit", "--list"]) == 0
+    assert "hedge" in capsys.readouterr().out
+
+
+def test_a_user_strategy_registers_and_runs(own_strategies):
+    @register_strategy("test-shout-gold", kinds=("answer",), replace=True)
+    def shout(case):
+        """A wrong answer, then the gold shouted."""
+        return [case.dress(case.wrong()) + f" {case.gold}!"]
+
+    @register_strategy("test-gold-as-words", kinds=("answer",), legit=True, replace=True)
+    def as_words(case):
+        """The gold with a unit (the strict toy reward refuses it)."""
+        return [case.dress(f"{case.gold} apples")]
+
+    @register_strategy("test-broken", kinds=("answer",), replace=True)
+    def broken(case):
+        raise RuntimeError("my bug")
+
+    assert "test-shout-gold" in {s.name for s in list_strategies()}
+    weak = {r.name: r for r in _audit("audit-weak", strategies="test-*").results}
+    assert weak["test-shout-gold"].result == "REWARDED"
+    assert weak["test-broken"].result == "BROKEN" and "my bug" in weak["test-broken"].note
+    strict = {r.name: r for r in _audit("audit-strict", strategies="test-*").results}
+    assert strict["test-shout-gold"].result == "pass"
+    assert strict["test-gold-as-words"].result == "REFUSED"
+    assert strict["test-gold-as-words"].example["completion"].endswith("apples</answer>")
+    with pytest.raises(ValueError, match="already registered"):
+        register_strategy("test-shout-gold")(lambda case: [])
+
+
+def test_an_attempt_that_hangs_the_reward_escapes_through_the_pool(own_strategies):
+    import envs_for_tests  # noqa: F401  (registers test-hang where workers can import it)
+
+    @register_strategy("test-hang-it", kinds=("answer",), replace=True)
+    def hang_it(case):
+        """Make the toy reward hang."""
+        return ["hang"]
+
+    report = run_audit(AuditConfig("test-hang", n=1, workers=1, deadline_s=1.0,
+                                   strategies="test-hang-it,wrong-perfect-format"))
+    by_name = {r.name: r for r in report.results}
+    assert by_name["test-hang-it"].result == "ESCAPED"
+    assert by_name["test-hang-it"].statuses == {"timeout": 1}
+    assert by_name["wrong-perfect-format"].result == "pass"
+
+
+@pytest.mark.parametrize("gold", ["35", "-14282", "0.50", "1,234", "\\frac{5}{6}", "2, 3",
+                                  "(2, \\infty)", "olleh", "True", "B", "a b c", "x"])
+def test_wrong_values_differ_from_the_gold(gold):
+    wrongs = [perturb(gold, k) for k in range(4)]
+    assert gold not in wrongs and len(set(wrongs)) == 4
+    if re.fullmatch(r"-?[\d,]+(\.\d+)?", gold):
+        assert all(Fraction(w) != Fraction(gold.replace(",", "")) for w in wrongs)
+
+
+def test_the_docs_examples_run(own_strategies, capsys):
+    # docs/audit.md's Python blocks: the API call and the two user strategies, then an audit
+    # that uses them
+    text = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    namespace = {}
+    for block in blocks:
+        exec(block, namespace)
+    assert "rlvr audit: arithmetic" in capsys.readouterr().out
+    by_name = {r.name: r for r in _audit("audit-strict", strategies="units-hedge,gold-in-words")
+               .results}
+    assert by_name["units-hedge"].result == "pass"
+    assert by_name["gold-in-words"].result == "REFUSED"       # the strict toy wants a number
+
+
+def test_doctests():
+    import doctest
+
+    import rlvr.audit.strategy
+    assert doctest.testmod(rlvr.audit.strategy).failed == 0
+
+
+def test_kinds_are_read_from_the_tasks():
+    from rlvr.envs.registry import load_env
+    kinds = {}
+    for name in ("arithmetic", "json-schema", "ifeval-style", "think-format", "code"):
+        env = load_env(name, check=False)
+        kinds[name] = task_kind(env, env.sample(1)[0])
+    assert kinds == {"arithmetic": "answer", "json-schema": "json",
+                     "ifeval-style": "instructions", "think-format": "format", "code": "code"}
+    assert [s.name for s in select("hedge, gold-re*,gold-n*")] == [
+        "gold-notation", "gold-reworded", "hedge"]     # legitimate forms first
+
+
+# --------------------------------------------------------------------------- built-in envs
+
+def test_every_builtin_environment_is_audited_or_named():
+    from rlvr.envs import BUILTIN_MODULES
+    names = {n for ns in BUILTIN_MODULES.values() for n in ns if not n.startswith("reasoning-gym")}
+    assert names - {audited(k) for k in EXPECTED_FINDINGS} == set(NOT_AUDITED)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(2) as p:
+        yield p
+
+
+def audited(key: str) -> str:
+    """The environment an EXPECTED_FINDINGS key audits (`code (docker)`: `code`)."""
+    return key.partition(" (")[0]
+
+
+@pytest.mark.parametrize("env", sorted(EXPECTED_FINDINGS))
+def test_builtin_environment_audit(env, pool):
+    args = BUILTIN_ARGS.get(env, {})
+    if args.get("backend") == "docker":       # as tests/sandbox_support.py: skip without an
+        from rlvr.sandbox import SandboxUnavailable   # engine, except in CI
+        from rlvr.sandbox.docker import build_image
+        try:
+            build_image()
+        except SandboxUnavailable as exc:
+            if os.environ.get("RLVR_REQUIRE_DOCKER"):
+                raise
+            pytest.skip(f"Docker engine unavailable: {exc}")
+    report = run_audit(AuditConfig(audited(env), env_args=args, n=N_TASKS), pool=pool)
+    ran = [r for r in report.results if r.result != "skipped"]
+    assert any(r.legit for r in ran) and any(not r.legit for r in ran), report.render()
+    assert all(r.attempts > 0 for r in ran if r.result != "BROKEN")
+    assert not [r.name for r in report.results if r.result == "BROKEN"], report.render()
+    maybe = LOAD_DEPENDENT.get(env, set())
+    assert set(report.findings) - maybe == EXPECTED_FINDINGS[env] - maybe, report.render()
+
+
+def test_the_memory_thief_finds_a_program_left_in_memory():
+    # outside any sandbox, in this process: the gold program's text is in memory (the gold
+    # completion was built), so the thief must find it and answer right -- the strategy is a
+    # real attack, and it scores 0 in the sandbox only because no earlier run is visible there
+    from rlvr.audit.registry import get_strategy
+    from rlvr.audit.strategy import make_case
+    from rlvr.envs.registry import load_env
+    from rlvr.verifiers.code import extract_code
+    env = load_env("code", check=False, pooled=False)
+    task = env.get_task("code/add")
+    case = make_case(env, task, "code")
+    attempts = get_strategy("sibling-theft").attempts(case)
+    assert [a.plant for a in attempts] == [True, True, False, False]
+    namespace = {}
+    exec(extract_code(attempts[2].text), namespace)
+    assert namespace["add"](2, 3) == 5
+
+
+def test_the_host_thief_finds_the_task_rows_on_disk():
+    # outside the sandbox the rows rlvr ships are readable, so the thief must find the
+    # reference solution of `add` there: in the sandbox the same program finds nothing
+    from rlvr.audit.registry import get_strategy
+    from rlvr.audit.strategy import make_case
+    from rlvr.envs.registry import load_env
+    from rlvr.verifiers.code import extract_code
+    env = load_env("code", check=False, pooled=False)
+    case = make_case(env, env.get_task("code/add"), "code")
+    namespace = {}
+    exec(extract_code(get_strategy("read-host").attempts(case)[1].text), namespace)
+    assert namespace["add"](2, 3) == 5
+
+
+def test_strategies_come_from_the_entry_point_group(monkeypatch, own_strategies):
+    # a third-party package lists a module in `rlvr.audit_strategies`; discovery imports it
+    import importlib.metadata
+
+    import rlvr.audit.registry as registry
+
+    class EntryPoint:
+        name = "theirs"
+
+        def load(self):
+            @register_strategy("test-from-entry-point", kinds=("answer",), replace=True)
+            def theirs(case):
+                """Registered by a package."""
+                return [case.dress(case.wrong())]
+            return theirs
+
+    def entry_points(group):
+        return [EntryPoint()] if group == "rlvr.audit_strategies" else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_discovered", False)
+    assert registry.get_strategy("test-from-entry-point").description == "Registered by a package."
+    with pytest.raises(registry.UnknownStrategyError, match="registered: "):
+        registry.get_strategy("nope")
