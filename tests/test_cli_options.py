@@ -61,6 +61,7 @@ OTHER_FORM = {
     "score": {"input": "positional argument", "env_args": "repeatable --env-arg KEY=VALUE"},
     "eval": {"env_kwargs": "repeatable --env-arg KEY=VALUE", "ks": "--k 1,2,4 (comma-separated)"},
     "make-prefs": {"env_args": "repeatable --env-arg KEY=VALUE"},
+    "audit": {"env_args": "repeatable --env-arg KEY=VALUE"},
 }
 
 
@@ -71,13 +72,14 @@ def _subparsers(parser):
 
 
 def _config_of(name: str):
+    from rlvr.audit import AuditConfig
     from rlvr.sandbox.base import Limits
     from rlvr.scoring import ScoreConfig
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.evaluation.evaluate import EvalConfig
     from rlvr.trainer.reward_models.preferences import MakePrefsConfig
     from rlvr.trainer.reward_models.rm_training import TrainRMConfig
-    return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig,
+    return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig, "audit": AuditConfig,
             "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits}.get(name)
 
 
