@@ -28,7 +28,7 @@ _SUBCOMMANDS = [
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
 # themselves, one level down).
-_TAKES_ENV = ("score", "eval", "train", "make-prefs")
+_TAKES_ENV = ("score", "eval", "train", "make-prefs", "audit")
 
 
 def build_parser() -> argparse.ArgumentParser:
