@@ -43,6 +43,7 @@ SLOW = (
     "test_code_formats.py::test_rlvr_score_humaneval_reports_every_bad_program_as_ok_0_with_its_limit",
     "test_trainer_verdicts.py",                             # a trainer on HumanEval, sandboxed
     "test_ray_backend.py",                                  # starts Ray
+    "test_transformers_range.py::test_the_lowest_declared_transformers_runs_the_contract_and_a_training_step",
     "test_sandbox_attacks.py",                              # each attack on both backends
     # whole-dataset and multi-second integration checks (3-6 s each on an idle machine)
     "test_math_verifier.py::test_lite_reader_agrees_with_latex2sympy",
