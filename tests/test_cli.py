@@ -99,6 +99,7 @@ def test_a_mistyped_env_argument_is_one_line_in_every_command(tmp_path, capsys):
     _one_usage_line(code, capsys.readouterr().err, "argument digits expects int (an integer)")
     code = main(["train", f"output_dir={tmp_path / 'run'}", 'env_kwargs={"n_terms": "two"}'])
     _one_usage_line(code, capsys.readouterr().err, *expected)
+    assert not (tmp_path / "run").exists()          # refused before anything was written
 
 
 USER_ENVS = '''

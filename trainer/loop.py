@@ -61,7 +61,6 @@ class Trainer:
         import rlvr
         self.cfg = cfg = config
         self.run_dir = Path(cfg.output_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         seed_everything(cfg.seed)
         self.dist, device = init_distributed(cfg.device, cfg.dist_backend)
         self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available()
@@ -69,6 +68,7 @@ class Trainer:
         if cfg.tune_allocator and self.device.type == "cpu":
             release_freed_memory()      # freed activations leave the process (allocator.py)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
+        self.run_dir.mkdir(parents=True, exist_ok=True)     # after the checks that can refuse
         if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
                 self.env, env_args=cfg.env_kwargs,
