@@ -13,8 +13,12 @@ each with its own `score_answer`. Here each dataset is an environment:
   in both, whatever the seed.
 - **Reward**: the `<answer>` span goes to the dataset's own `score_answer(answer, entry)`.
   Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing); an
-  exception inside reasoning-gym's scorer, or a score that is not a number in [0, 1], is a
-  counted `error` naming the dataset -- never a silent 0.
+  exception inside reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond
+  float rounding, which is clamped), is a counted `error` naming the dataset -- never a silent
+  0. Several different `<answer>` blocks are a hedge: `ok`, 0. Against a one-number gold,
+  partial credit goes only to an answer that is one plain number: reasoning-gym's numeric
+  scorers pay `len(gold) / len(answer)` to any text containing the gold, hedges included. Math delimiters around the whole answer (`$-14$`) are removed before the scorer sees
+  it.
 
 `reasoning-gym` (any dataset by `dataset=NAME`) is registered too. The names below are those of
 reasoning-gym 0.1.25 (`reasoning_gym.factory.DATASETS`), listed here so that `rlvr envs list`
@@ -27,6 +31,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -35,6 +40,7 @@ from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.splits import hash_split
 from rlvr.usage import require_extra
+from rlvr.verifiers.numeric import numbers_in, parse_number
 from rlvr.verifiers.parser import ThinkParser, answer_tag
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
@@ -110,10 +116,39 @@ class ReasoningGymSource:
         return task
 
 
+# a scorer's sum of float parts may land this far outside [0, 1] (1.0000000000000002): rounding,
+# clamped; anything further out is the scorer's bug, a counted error
+_ROUNDING = 1e-9
+# a whole answer in math delimiters (`$-14$`, `\(3\)`): the value inside is the answer
+_MATH_WRAP = re.compile(r"^\$+\s*(.*?)\s*\$+$|^\\\(\s*(.*?)\s*\\\)$", re.S)
+
+
+def _unwrapped(answer: str) -> str:
+    """`answer` without math delimiters around all of it (the scorers compare plain text)."""
+    m = _MATH_WRAP.match(answer)
+    return next((g for g in m.groups() if g is not None), answer) if m else answer
+
+
+def _no_partial_credit(answer: str, gold) -> str:
+    """Why `answer` earns no partial credit against a one-number gold, or ''. reasoning-gym's
+    numeric scorers pay `len(gold) / len(answer)` to any text containing the gold, so a hedge
+    (`2 or 3` for 3) or a struck-out gold (`x \\neq 3`) would be paid: partial credit is kept for
+    an answer that is one plain number. Full credit stands: it is the scorer's judgment."""
+    if gold is None or len(numbers_in(str(gold))) != 1:
+        return ""
+    stated = numbers_in(answer)
+    if len(stated) > 1:
+        return f"a hedge: {len(stated)} different numbers for a one-number gold"
+    if parse_number(answer) is None:
+        return "not a plain number (partial credit is for a number near the gold)"
+    return ""
+
+
 class ReasoningGymReward(BaseReward):
-    """The dataset's own `score_answer` on the `<answer>` span, with typed statuses."""
+    """The dataset's own `score_answer` on the `<answer>` span, with typed statuses. Several
+    different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last)."""
     name = "reasoning_gym"
-    version = "1"
+    version = "2"
 
     def __init__(self, parser: ThinkParser | None = None):
         self.parser = parser or ThinkParser()
@@ -123,7 +158,11 @@ class ReasoningGymReward(BaseReward):
         tags = answer_tag(span) if span else []
         if not tags:
             return Verdict(0.0, UNPARSED, reason="no <answer>...</answer> in the answer span")
-        answer = tags[-1]
+        blocks = list(dict.fromkeys(t.strip() for t in tags))
+        if len(blocks) > 1:
+            return Verdict(0.0, OK, extracted=" | ".join(blocks)[:200],
+                           reason=f"{len(blocks)} different <answer> blocks: a hedge")
+        answer = _unwrapped(blocks[0])
         md = task.metadata
         entry = {"question": md["question"], "answer": task.answer, "metadata": md["rg_metadata"]}
         try:
@@ -133,12 +172,15 @@ class ReasoningGymReward(BaseReward):
             return Verdict(0.0, ERROR, extracted=answer,
                            reason=f"reasoning-gym {md['rg_dataset']} scorer raised "
                                   f"{type(exc).__name__}: {exc}")
+        withheld = _no_partial_credit(answer, task.answer)
+        if withheld and isinstance(score, (int, float)) and score < 1.0:
+            return Verdict(0.0, OK, extracted=answer, reason=withheld)
         if isinstance(score, bool) or not isinstance(score, (int, float)) \
-                or not math.isfinite(score) or not 0.0 <= score <= 1.0:
+                or not math.isfinite(score) or not -_ROUNDING <= score <= 1.0 + _ROUNDING:
             return Verdict(0.0, ERROR, extracted=answer,
                            reason=f"reasoning-gym {md['rg_dataset']} scorer returned {score!r}, "
                                   "not a number in [0, 1]")
-        return Verdict(float(score), OK, extracted=answer)
+        return Verdict(min(max(float(score), 0.0), 1.0), OK, extracted=answer)
 
     def required_fields(self) -> set[str]:
         return {"question", "rg_dataset", "rg_seed", "rg_size", "rg_config", "rg_metadata"}

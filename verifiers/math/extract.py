@@ -150,7 +150,8 @@ def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
     cands = cands[-_MAX_CANDIDATES:]
     for k in range(len(cands) - 1, 0, -1):
         gap = text[cands[k - 1][1]:cands[k][0]]
-        if _key(cands[k - 1][2]) != _key(cands[k][2]) and _CORRECTION.search(gap):
+        if _key(cands[k - 1][2]) != _key(cands[k][2]) and _CORRECTION.search(gap) \
+                and not _DOUBT.search(gap):
             cands = cands[k:]
             break
     seen, out = set(), []
@@ -370,6 +371,14 @@ _ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwis
 _ALT_WORD = re.compile(r"\b(?:maybe|perhaps|possibly|could|might|alternatively|otherwise)\b",
                        re.I)
 _CLAUSE_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n;]")
+# a condition that keeps the other value in play ("12, unless I erred, in which case 13"): a
+# hedge, never a self-correction
+_DOUBT = re.compile(r"\b(?:unless|in which case|if not|if I(?:'m| am) wrong|or else)\b", re.I)
+# a lead saying the values after it are options ("one of 2, 3, 4"), not a sentence
+_LIST_LEAD = re.compile(r"^\s*(?:one of|any of|among)\s+(?=\S)", re.I)
+# a `\text{}` group holding a value ("3\text{ (not 4)}"), or a box inside a box
+# (`\boxed{\boxed{3} 4}`): a value hidden in words or behind another
+_HIDING = re.compile(r"\\(?:text|mbox|textrm|textnormal)\s*\{[^{}]*\d[^{}]*\}|\\(?:boxed|fbox)\s*\{")
 
 
 def _candidates(text: str, right_sides: bool = False) -> list[tuple[int, int, str]]:
@@ -407,6 +416,8 @@ def _joins(gap: str) -> bool:
     """Does `gap` join two values into one statement: a list, or an alternative?"""
     if len(gap) > 60 or _HARD_END.search(gap):
         return False
+    if _DOUBT.search(gap):
+        return True
     words = [w.casefold() for w in _GAP_WORD.findall(gap)]
     if not words:
         return False
@@ -494,7 +505,11 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
         lead = _leading_values(bare[:3], mc=True) if _LETTER.match(bare) else None
         if lead:
             return _leading_values(bare, mc=True)
+    bare = _LIST_LEAD.sub("", bare)
     if bare and len(bare) <= 200 and "\n" not in bare:
+        hidden = _hidden_values(bare)
+        if hidden:
+            return hidden
         words = _prose_words(_strip_units(bare))
         if words == 0 or (text_gold and not re.search(r"\d", bare) and words <= 6):
             return bare
@@ -505,6 +520,15 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
                    or m.group(1) not in "AI"]
         return letters[-1].group(1) if letters else None
     return _conclusion(tail)
+
+
+def _hidden_values(bare: str) -> str | None:
+    r"""A short answer with a value inside a `\text{}` group or a nested box and another outside
+    it ("3\text{ (not 4)}"): every value it writes, read together (a hedge unless they agree)."""
+    if not _HIDING.search(bare):
+        return None
+    values = [v for k, v in {_key(c[2]): c[2] for c in _candidates(bare)}.items() if k]
+    return " or ".join(values) if len(values) > 1 else None
 
 
 _JOINER = re.compile(r"\b(?:and|or)\b|,|;")
@@ -585,7 +609,8 @@ def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
         if found is None:
             return None                           # the text ends inside a box: truncated
         if found:
-            return Found(tuple(_choose(found, region)), "boxed")
+            return Found(tuple(_hidden_values(b) or b for b in _choose(found, region)),
+                         "boxed")
         statements = _statements(region, mc)
         if statements:
             return Found(tuple(_choose(statements, region)), "statement")
