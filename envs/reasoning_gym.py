@@ -15,9 +15,9 @@ each with its own `score_answer`. Here each dataset is an environment:
   Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing); an
   exception inside reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond
   float rounding, which is clamped), is a counted `error` naming the dataset -- never a silent
-  0. Several different `<answer>` blocks are a hedge: `ok`, 0. Against a one-number gold,
-  partial credit goes only to an answer that is one plain number: reasoning-gym's numeric
-  scorers pay `len(gold) / len(answer)` to any text containing the gold, hedges included. Math delimiters around the whole answer (`$-14$`) are removed before the scorer sees
+  0. Several different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an
+  answer that is one plain number (numeric golds) or does not contain the gold: reasoning-gym's
+  scorers pay overlap with the gold, hedges and padded golds included. Math delimiters around the whole answer (`$-14$`) are removed before the scorer sees
   it.
 
 `reasoning-gym` (any dataset by `dataset=NAME`) is registered too. The names below are those of
@@ -130,17 +130,24 @@ def _unwrapped(answer: str) -> str:
 
 
 def _no_partial_credit(answer: str, gold) -> str:
-    """Why `answer` earns no partial credit against a one-number gold, or ''. reasoning-gym's
-    numeric scorers pay `len(gold) / len(answer)` to any text containing the gold, so a hedge
-    (`2 or 3` for 3) or a struck-out gold (`x \\neq 3`) would be paid: partial credit is kept for
-    an answer that is one plain number. Full credit stands: it is the scorer's judgment."""
-    if gold is None or len(numbers_in(str(gold))) != 1:
+    """Why `answer` earns no partial credit, or ''. reasoning-gym's scorers pay overlap with
+    the gold (`len(gold) / len(answer)` for any text containing it, a share per matching
+    letter), so a hedge (`2 or 3` for 3), a struck-out gold (`x \\neq 3`) or the gold with more
+    appended would be paid: partial credit is kept for an answer that is one plain number
+    (numeric golds) or that does not contain the gold. Full credit stands: it is the scorer's
+    judgment of the whole text."""
+    gold = str(gold).strip() if gold is not None else ""
+    if not gold:
         return ""
-    stated = numbers_in(answer)
-    if len(stated) > 1:
-        return f"a hedge: {len(stated)} different numbers for a one-number gold"
-    if parse_number(answer) is None:
-        return "not a plain number (partial credit is for a number near the gold)"
+    if len(numbers_in(gold)) == 1 and parse_number(gold) is not None:
+        stated = numbers_in(answer)
+        if len(stated) > 1:
+            return f"a hedge: {len(stated)} different numbers for a one-number gold"
+        if parse_number(answer) is None:
+            return "not a plain number (partial credit is for a number near the gold)"
+        return ""
+    if gold.casefold() in answer.casefold():
+        return "the gold with more around it: a hedge or padding, not a near answer"
     return ""
 
 
@@ -173,7 +180,7 @@ class ReasoningGymReward(BaseReward):
                            reason=f"reasoning-gym {md['rg_dataset']} scorer raised "
                                   f"{type(exc).__name__}: {exc}")
         withheld = _no_partial_credit(answer, task.answer)
-        if withheld and isinstance(score, (int, float)) and score < 1.0:
+        if withheld and isinstance(score, (int, float)) and score != 1.0:
             return Verdict(0.0, OK, extracted=answer, reason=withheld)
         if isinstance(score, bool) or not isinstance(score, (int, float)) \
                 or not math.isfinite(score) or not -_ROUNDING <= score <= 1.0 + _ROUNDING:

@@ -121,6 +121,21 @@ def test_a_score_off_by_float_rounding_is_clamped_a_real_one_is_an_error(monkeyp
     assert env.reward.score(task, "<answer>1</answer>").status == "error"
 
 
+def test_the_gold_with_more_appended_earns_no_partial_credit():
+    """spell_backward pays a letter share per matching position: the gold with a letter more
+    sums to 1.0000000000000002 there (neither an error nor full credit), a near miss keeps its
+    partial credit."""
+    env = rlvr.load_env("reasoning-gym/spell_backward", size=500)
+    task = env.sample(1, "train")[0]
+    g = task.answer
+    for padded in (g + "x", f"{g}x or {g}", f"{g}, then adjusting, {g}x"):
+        v = env.reward.score(task, f"<think>.</think> <answer>{padded}</answer>")
+        assert (v.score, v.status) == (0.0, "ok"), (padded, v.reason)
+    near = g[:-1] + ("a" if g[-1] != "a" else "b")
+    assert 0.0 < env.reward.score(task, f"<answer>{near}</answer>").score < 1.0
+    assert env.reward.score(task, f"<answer>{g}</answer>").score == 1.0
+
+
 def test_every_installed_dataset_is_registered():
     from reasoning_gym.factory import DATASETS as installed
     missing = sorted(set(installed) - set(DATASETS))
