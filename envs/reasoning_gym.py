@@ -12,13 +12,14 @@ each with its own `score_answer`. Here each dataset is an environment:
   hash of its question falls in `test_fraction`, else `train`; the same question can never be
   in both, whatever the seed.
 - **Reward**: the `<answer>` span goes to the dataset's own `score_answer(answer, entry)`.
-  Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing); an
-  exception inside reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond
-  float rounding, which is clamped), is a counted `error` naming the dataset -- never a silent
-  0. Several different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an
-  answer that is one plain number (numeric golds) or does not contain the gold: reasoning-gym's
-  scorers pay overlap with the gold, hedges and padded golds included. Math delimiters around the whole answer (`$-14$`) are removed before the scorer sees
-  it.
+  Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing), and so is a
+  `ValueError` from the scorer (its parse of the answer failing); any other exception inside
+  reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond float rounding,
+  which is clamped), is a counted `error` naming the dataset -- never a silent 0. Several
+  different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an answer that
+  is one plain number (numeric golds) or does not contain the gold: reasoning-gym's scorers pay
+  overlap with the gold, hedges and padded golds included. Math delimiters around the whole
+  answer (`$-14$`) and a closing full stop the gold lacks are removed before the scorer sees it.
 
 `reasoning-gym` (any dataset by `dataset=NAME`) is registered too. The names below are those of
 reasoning-gym 0.1.25 (`reasoning_gym.factory.DATASETS`), listed here so that `rlvr envs list`
@@ -123,10 +124,14 @@ _ROUNDING = 1e-9
 _MATH_WRAP = re.compile(r"^\$+\s*(.*?)\s*\$+$|^\\\(\s*(.*?)\s*\\\)$", re.S)
 
 
-def _unwrapped(answer: str) -> str:
-    """`answer` without math delimiters around all of it (the scorers compare plain text)."""
+def _unwrapped(answer: str, gold: str) -> str:
+    """`answer` without math delimiters around all of it and without a closing full stop the
+    gold does not have (the scorers compare plain text: `$-14$`, `139.` are the value)."""
     m = _MATH_WRAP.match(answer)
-    return next((g for g in m.groups() if g is not None), answer) if m else answer
+    answer = next((g for g in m.groups() if g is not None), answer) if m else answer
+    if answer.endswith(".") and not answer.endswith("..") and not gold.endswith("."):
+        answer = answer[:-1].rstrip()
+    return answer
 
 
 def _no_partial_credit(answer: str, gold) -> str:
@@ -169,13 +174,18 @@ class ReasoningGymReward(BaseReward):
         if len(blocks) > 1:
             return Verdict(0.0, OK, extracted=" | ".join(blocks)[:200],
                            reason=f"{len(blocks)} different <answer> blocks: a hedge")
-        answer = _unwrapped(blocks[0])
+        answer = _unwrapped(blocks[0], str(task.answer))
         md = task.metadata
         entry = {"question": md["question"], "answer": task.answer, "metadata": md["rg_metadata"]}
+        ds = None
         try:
             ds = _dataset(md["rg_dataset"], md["rg_seed"], md["rg_size"], md["rg_config"])
             score = ds.score_answer(answer, entry)
         except Exception as exc:     # reasoning-gym's bug, not the policy's: counted, not a 0
+            if isinstance(exc, ValueError) and ds is not None:   # its parse of the answer
+                return Verdict(0.0, UNPARSED, extracted=answer,  # failed (`int('139 or 7')`)
+                               reason=f"reasoning-gym {md['rg_dataset']} scorer could not read "
+                                      f"the answer: ValueError: {exc}")
             return Verdict(0.0, ERROR, extracted=answer,
                            reason=f"reasoning-gym {md['rg_dataset']} scorer raised "
                                   f"{type(exc).__name__}: {exc}")

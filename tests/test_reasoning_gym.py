@@ -136,6 +136,15 @@ def test_the_gold_with_more_appended_earns_no_partial_credit():
     assert env.reward.score(task, f"<answer>{g}</answer>").score == 1.0
 
 
+def test_a_scorer_that_cannot_parse_the_answer_is_unparsed_not_an_error():
+    """prime_factorization's scorer calls int() on each factor: a malformed answer raises."""
+    env = rlvr.load_env("reasoning-gym/prime_factorization", size=500)
+    task = env.sample(1, "train")[0]
+    v = env.reward.score(task, "<think>.</think> <answer>7 or 8</answer>")
+    assert (v.score, v.status) == (0.0, "unparsed") and "ValueError" in v.reason, v.reason
+    assert env.reward.score(task, env.gold(task)).score == 1.0
+
+
 def test_every_installed_dataset_is_registered():
     from reasoning_gym.factory import DATASETS as installed
     missing = sorted(set(installed) - set(DATASETS))
