@@ -19,7 +19,8 @@ each with its own `score_answer`. Here each dataset is an environment:
   different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an answer that
   is one plain number (numeric golds) or does not contain the gold: reasoning-gym's scorers pay
   overlap with the gold, hedges and padded golds included. Math delimiters around the whole
-  answer (`$-14$`) and a closing full stop the gold lacks are removed before the scorer sees it.
+  answer (`$-14$`) and a closing full stop the gold lacks are removed before the scorer sees it,
+  and a number equal to a numeric gold (`1,234`, `1234.0`) reaches it in the gold's spelling.
 
 `reasoning-gym` (any dataset by `dataset=NAME`) is registered too. The names below are those of
 reasoning-gym 0.1.25 (`reasoning_gym.factory.DATASETS`), listed here so that `rlvr envs list`
@@ -124,13 +125,21 @@ _ROUNDING = 1e-9
 _MATH_WRAP = re.compile(r"^\$+\s*(.*?)\s*\$+$|^\\\(\s*(.*?)\s*\\\)$", re.S)
 
 
+# a number written one way only (no leading zeros, no trailing decimal zeros, no separators)
+_CANONICAL_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?")
+
+
 def _unwrapped(answer: str, gold: str) -> str:
     """`answer` without math delimiters around all of it and without a closing full stop the
-    gold does not have (the scorers compare plain text: `$-14$`, `139.` are the value)."""
+    gold does not have, and a number equal to a numeric gold in the gold's own spelling (the
+    scorers compare plain text: `$-14$`, `139.`, `1,234` and `1234.0` are the value)."""
     m = _MATH_WRAP.match(answer)
     answer = next((g for g in m.groups() if g is not None), answer) if m else answer
     if answer.endswith(".") and not answer.endswith("..") and not gold.endswith("."):
         answer = answer[:-1].rstrip()
+    if _CANONICAL_NUMBER.fullmatch(gold) and answer != gold \
+            and parse_number(answer) == parse_number(gold):
+        return gold                              # 1,234 / 1234.0 for 1234: the scorers compare text
     return answer
 
 

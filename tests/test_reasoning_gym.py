@@ -145,6 +145,16 @@ def test_a_scorer_that_cannot_parse_the_answer_is_unparsed_not_an_error():
     assert env.reward.score(task, env.gold(task)).score == 1.0
 
 
+def test_a_number_equal_to_a_numeric_gold_reaches_the_scorer_as_the_gold():
+    """basic_arithmetic's scorer compares text: `1234.0` or `1,234` for 1234 were refused."""
+    env = rlvr.load_env("reasoning-gym/basic_arithmetic", size=500)
+    task = next(t for t in env.sample(20, "train") if abs(int(t.answer)) >= 1000)
+    g = int(task.answer)
+    for form in (f"{g}.0", f"{g:,}", f"${g}$", f"{g}."):
+        assert env.reward.score(task, f"<answer>{form}</answer>").score == 1.0, form
+    assert env.reward.score(task, f"<answer>{g + 1}.0</answer>").score < 1.0
+
+
 def test_every_installed_dataset_is_registered():
     from reasoning_gym.factory import DATASETS as installed
     missing = sorted(set(installed) - set(DATASETS))
