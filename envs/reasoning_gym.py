@@ -12,9 +12,15 @@ each with its own `score_answer`. Here each dataset is an environment:
   hash of its question falls in `test_fraction`, else `train`; the same question can never be
   in both, whatever the seed.
 - **Reward**: the `<answer>` span goes to the dataset's own `score_answer(answer, entry)`.
-  Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing); an
-  exception inside reasoning-gym's scorer, or a score that is not a number in [0, 1], is a
-  counted `error` naming the dataset -- never a silent 0.
+  Statuses are typed: no `<answer>` tag is `unparsed` (score 0, the model's doing), and so is a
+  `ValueError` from the scorer (its parse of the answer failing); any other exception inside
+  reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond float rounding,
+  which is clamped), is a counted `error` naming the dataset -- never a silent 0. Several
+  different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an answer that
+  is one plain number (numeric golds) or does not contain the gold: reasoning-gym's scorers pay
+  overlap with the gold, hedges and padded golds included. Math delimiters around the whole
+  answer (`$-14$`) and a closing full stop the gold lacks are removed before the scorer sees it,
+  and a number equal to a numeric gold (`1,234`, `1234.0`) reaches it in the gold's spelling.
 
 `reasoning-gym` (any dataset by `dataset=NAME`) is registered too. The names below are those of
 reasoning-gym 0.1.25 (`reasoning_gym.factory.DATASETS`), listed here so that `rlvr envs list`
@@ -27,6 +33,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -35,6 +42,7 @@ from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.splits import hash_split
 from rlvr.usage import require_extra
+from rlvr.verifiers.numeric import numbers_in, parse_number
 from rlvr.verifiers.parser import ThinkParser, answer_tag
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
@@ -110,10 +118,58 @@ class ReasoningGymSource:
         return task
 
 
+# a scorer's sum of float parts may land this far outside [0, 1] (1.0000000000000002): rounding,
+# clamped; anything further out is the scorer's bug, a counted error
+_ROUNDING = 1e-9
+# a whole answer in math delimiters (`$-14$`, `\(3\)`): the value inside is the answer
+_MATH_WRAP = re.compile(r"^\$+\s*(.*?)\s*\$+$|^\\\(\s*(.*?)\s*\\\)$", re.S)
+
+
+# a number written one way only (no leading zeros, no trailing decimal zeros, no separators)
+_CANONICAL_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?")
+
+
+def _unwrapped(answer: str, gold: str) -> str:
+    """`answer` without math delimiters around all of it and without a closing full stop the
+    gold does not have, and a number equal to a numeric gold in the gold's own spelling (the
+    scorers compare plain text: `$-14$`, `139.`, `1,234` and `1234.0` are the value)."""
+    m = _MATH_WRAP.match(answer)
+    answer = next((g for g in m.groups() if g is not None), answer) if m else answer
+    if answer.endswith(".") and not answer.endswith("..") and not gold.endswith("."):
+        answer = answer[:-1].rstrip()
+    if _CANONICAL_NUMBER.fullmatch(gold) and answer != gold \
+            and parse_number(answer) == parse_number(gold):
+        return gold                              # 1,234 / 1234.0 for 1234: the scorers compare text
+    return answer
+
+
+def _no_partial_credit(answer: str, gold) -> str:
+    """Why `answer` earns no partial credit, or ''. reasoning-gym's scorers pay overlap with
+    the gold (`len(gold) / len(answer)` for any text containing it, a share per matching
+    letter), so a hedge (`2 or 3` for 3), a struck-out gold (`x \\neq 3`) or the gold with more
+    appended would be paid: partial credit is kept for an answer that is one plain number
+    (numeric golds) or that does not contain the gold. Full credit stands: it is the scorer's
+    judgment of the whole text."""
+    gold = str(gold).strip() if gold is not None else ""
+    if not gold:
+        return ""
+    if len(numbers_in(gold)) == 1 and parse_number(gold) is not None:
+        stated = numbers_in(answer)
+        if len(stated) > 1:
+            return f"a hedge: {len(stated)} different numbers for a one-number gold"
+        if parse_number(answer) is None:
+            return "not a plain number (partial credit is for a number near the gold)"
+        return ""
+    if gold.casefold() in answer.casefold():
+        return "the gold with more around it: a hedge or padding, not a near answer"
+    return ""
+
+
 class ReasoningGymReward(BaseReward):
-    """The dataset's own `score_answer` on the `<answer>` span, with typed statuses."""
+    """The dataset's own `score_answer` on the `<answer>` span, with typed statuses. Several
+    different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last)."""
     name = "reasoning_gym"
-    version = "1"
+    version = "2"
 
     def __init__(self, parser: ThinkParser | None = None):
         self.parser = parser or ThinkParser()
@@ -123,22 +179,34 @@ class ReasoningGymReward(BaseReward):
         tags = answer_tag(span) if span else []
         if not tags:
             return Verdict(0.0, UNPARSED, reason="no <answer>...</answer> in the answer span")
-        answer = tags[-1]
+        blocks = list(dict.fromkeys(t.strip() for t in tags))
+        if len(blocks) > 1:
+            return Verdict(0.0, OK, extracted=" | ".join(blocks)[:200],
+                           reason=f"{len(blocks)} different <answer> blocks: a hedge")
+        answer = _unwrapped(blocks[0], str(task.answer))
         md = task.metadata
         entry = {"question": md["question"], "answer": task.answer, "metadata": md["rg_metadata"]}
+        ds = None
         try:
             ds = _dataset(md["rg_dataset"], md["rg_seed"], md["rg_size"], md["rg_config"])
             score = ds.score_answer(answer, entry)
         except Exception as exc:     # reasoning-gym's bug, not the policy's: counted, not a 0
+            if isinstance(exc, ValueError) and ds is not None:   # its parse of the answer
+                return Verdict(0.0, UNPARSED, extracted=answer,  # failed (`int('139 or 7')`)
+                               reason=f"reasoning-gym {md['rg_dataset']} scorer could not read "
+                                      f"the answer: ValueError: {exc}")
             return Verdict(0.0, ERROR, extracted=answer,
                            reason=f"reasoning-gym {md['rg_dataset']} scorer raised "
                                   f"{type(exc).__name__}: {exc}")
+        withheld = _no_partial_credit(answer, task.answer)
+        if withheld and isinstance(score, (int, float)) and score != 1.0:
+            return Verdict(0.0, OK, extracted=answer, reason=withheld)
         if isinstance(score, bool) or not isinstance(score, (int, float)) \
-                or not math.isfinite(score) or not 0.0 <= score <= 1.0:
+                or not math.isfinite(score) or not -_ROUNDING <= score <= 1.0 + _ROUNDING:
             return Verdict(0.0, ERROR, extracted=answer,
                            reason=f"reasoning-gym {md['rg_dataset']} scorer returned {score!r}, "
                                   "not a number in [0, 1]")
-        return Verdict(float(score), OK, extracted=answer)
+        return Verdict(min(max(float(score), 0.0), 1.0), OK, extracted=answer)
 
     def required_fields(self) -> set[str]:
         return {"question", "rg_dataset", "rg_seed", "rg_size", "rg_config", "rg_metadata"}

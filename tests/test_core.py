@@ -91,6 +91,12 @@ NUMERIC = [
     ("42", "", 0.0, "unparsed"),
     ("42", "<answer>forty-two</answer>", 0.0, "unparsed"),
     ("x+1", "<answer>3</answer>", 0.0, "gold_unparseable"),
+    ("35", r"<answer>\text{36 or } 35</answer>", 0.0, "ok"),               # value in \text
+    ("35", r"<answer>36\text{ (not 35)}</answer>", 0.0, "ok"),
+    ("35", r"<answer>35\text{ apples}</answer>", 1.0, "ok"),
+    ("35", "Answer: 36\nAnswer: 35", 0.0, "ok"),                            # two statements
+    ("35", "Answer: 35\nAnswer: 35.", 1.0, "ok"),
+    ("35", "<answer>35</answer> <answer>35.0</answer>", 1.0, "ok"),         # one value twice
 ]
 
 
@@ -98,6 +104,15 @@ NUMERIC = [
 def test_numeric_match_fixture_table(gold, text, score, status):
     v = NumericMatch().score(Task("t", answer=gold), Completion(text))
     assert (v.score, v.status) == (score, status), v.reason
+
+
+def test_numeric_match_reads_no_short_span_of_a_truncated_completion():
+    task = Task("t", answer="35")
+    v = NumericMatch().score(task, Completion("35", finish_reason="length"))
+    assert (v.score, v.status) == (0.0, "unparsed") and "length limit" in v.reason
+    assert NumericMatch().score(task, Completion("35", finish_reason="stop")).score == 1.0
+    cut = Completion("<answer>35</answer> and then", finish_reason="length")
+    assert NumericMatch().score(task, cut).score == 1.0
 
 
 def test_every_status_is_reachable():

@@ -168,3 +168,27 @@ def test_docstring_examples():
 def test_builtin_rows_cover_both_dataset_styles():
     fields = [set(r) for r in math_envs.BUILTIN_ROWS]
     assert any("question" in f for f in fields) and any("problem" in f for f in fields)
+
+
+COUNTDOWN = Task("c", answer=58, metadata={"numbers": [3, 9, 31, 30]})
+
+
+@pytest.mark.parametrize("answer", [
+    "(3 * 9 + 30), unless I made a mistake, in which case (3 * 9 + 31)",
+    r"(3 * 9 + 30)\text{ (not (3 * 9 + 31))}",
+    "(3 * 9 + 31) or (3 * 9 + 30)",
+])
+def test_countdown_a_hedge_between_expressions_scores_zero(answer):
+    v = CountdownReward().score(COUNTDOWN, f"<think>try</think> <answer>{answer}</answer>")
+    assert (v.score, v.status) == (0.0, "ok") and "several" in v.reason, v.reason
+    assert CountdownReward().score(COUNTDOWN, "<answer>(3 * 9 + 31)</answer>").score == 1.0
+
+
+def test_countdown_a_truncated_ramble_gets_no_last_value_fallback():
+    from rlvr import Completion
+    ramble = "Let me try (3 * 9 + 30). No, wait, maybe (3 * 9 + 31). Let me double-check the sum of"
+    v = CountdownReward().score(COUNTDOWN, Completion(ramble, finish_reason="length"))
+    assert (v.score, v.status) == (0.0, "unparsed") and "length limit" in v.reason
+    assert CountdownReward().score(COUNTDOWN, Completion(ramble, finish_reason="stop")).score == 1.0
+    stated = Completion("<answer>(3 * 9 + 31)</answer> Let me double-check", finish_reason="length")
+    assert CountdownReward().score(COUNTDOWN, stated).score == 1.0

@@ -297,3 +297,38 @@ def test_right_answers_are_accepted(gold, completion):
 ])
 def test_their_wrong_neighbours_are_not(gold, completion):
     assert score(gold, completion)[0] == 0.0
+
+
+# --------------------------------------------------------------------------- hidden hedges
+
+HIDDEN_HEDGES = [                                 # (answer, its values): each a hedge
+    ("73, unless I made a mistake, in which case 72", ("73", "72")),
+    (r"\boxed{73}, unless I made a mistake, in which case \boxed{72}", ("73", "72")),
+    ("one of 73, 74, 75, 76, 72", ("73", "74", "75", "76", "72")),
+    (r"73\text{ (not 72)}", ("73", "72")),
+    (r"\text{73 or } 72", ("73", "72")),
+    (r"\boxed{\boxed{73} 72}", ("73", "72")),
+    (r"x = \frac{5}{7} \text{ or } x = \frac{5}{6}", (r"\frac{5}{7}", r"\frac{5}{6}")),
+    (r"x = \left( 3, \frac{\pi}{3} \right) \text{ or } x = \left( 3, \frac{\pi}{2} \right)",
+     (r"\left( 3, \frac{\pi}{3} \right)", r"\left( 3, \frac{\pi}{2} \right)")),
+]
+
+
+@pytest.mark.parametrize("answer,values", HIDDEN_HEDGES, ids=[h[0][:30] for h in HIDDEN_HEDGES])
+def test_a_value_hidden_in_a_clause_list_text_or_box_is_a_hedge(answer, values):
+    completion = f"<think>I work it out.</think> <answer>{answer}</answer>"
+    for gold in values:
+        s, status, reason = score(gold, completion)
+        assert (s, status) == (0.0, "ok") and "hedged" in reason, (gold, reason)
+
+
+def test_an_invisible_phantom_value_is_not_part_of_the_answer():
+    assert score("72", r"<answer>73\phantom{72}</answer>")[0] == 0.0
+    assert score("72", r"<answer>\phantom{72}73</answer>")[0] == 0.0
+    assert score("73", r"<answer>73\phantom{72}</answer>")[0] == 1.0
+
+
+@pytest.mark.parametrize("answer", [r"5 \text{ apples}", r"\boxed{\boxed{5}}", r"\text{5}",
+                                    "5, unless rounding is wanted"])
+def test_one_value_with_text_or_a_doubled_box_is_not_a_hedge(answer):
+    assert score("5", f"<answer>{answer}</answer>")[0] == 1.0

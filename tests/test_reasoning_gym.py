@@ -77,6 +77,84 @@ def test_a_raising_scorer_is_a_counted_error_not_a_zero(monkeypatch):
     assert (v.score, v.status) == (0.0, "unparsed")
 
 
+def _chain_sum_task():
+    env = rlvr.load_env("reasoning-gym/chain_sum", size=500)
+    return env, env.sample(1, "train")[0]
+
+
+def test_several_different_answer_blocks_are_a_hedge():
+    env, task = _chain_sum_task()
+    g, w = task.answer, str(int(task.answer) + 1)
+    v = env.reward.score(task, f"<think>.</think> <answer>{w}</answer> <answer>{g}</answer>")
+    assert (v.score, v.status) == (0.0, "ok") and "2 different <answer> blocks" in v.reason
+    assert env.reward.score(task, f"<answer>{g}</answer> <answer> {g} </answer>").score == 1.0
+
+
+@pytest.mark.parametrize("dressed", ["{w} or {g}", "{g} — though it could be {w}",
+                                     r"{w}\phantom{{{g}}}", r"x \neq {g}"])
+def test_partial_credit_for_a_text_containing_the_gold_is_withheld(dressed):
+    env, task = _chain_sum_task()
+    g, w = task.answer, str(int(task.answer) + 1)
+    v = env.reward.score(task, f"<think>.</think> <answer>{dressed.format(g=g, w=w)}</answer>")
+    assert (v.score, v.status) == (0.0, "ok"), v.reason
+
+
+def test_the_gold_in_math_delimiters_is_the_gold():
+    env, task = _chain_sum_task()
+    for form in ("${}$", r"\({}\)", "{}."):
+        answer = form.format(task.answer)
+        assert env.reward.score(task, f"<answer>{answer}</answer>").score == 1.0, answer
+
+
+def test_a_score_off_by_float_rounding_is_clamped_a_real_one_is_an_error(monkeypatch):
+    env, task = _chain_sum_task()
+    from rlvr.envs import reasoning_gym as mod
+    md = task.metadata
+    ds = mod._dataset("chain_sum", md["rg_seed"], 500, md["rg_config"])
+    monkeypatch.setattr(ds, "score_answer", lambda answer, entry: 1.0000000000000002)
+    v = env.reward.score(task, f"<answer>{task.answer}</answer>")
+    assert (v.score, v.status) == (1.0, "ok")
+    monkeypatch.setattr(ds, "score_answer", lambda answer, entry: -1e-17)
+    v = env.reward.score(task, "<answer>1</answer>")
+    assert (v.score, v.status) == (0.0, "ok")
+    monkeypatch.setattr(ds, "score_answer", lambda answer, entry: 1.001)
+    assert env.reward.score(task, "<answer>1</answer>").status == "error"
+
+
+def test_the_gold_with_more_appended_earns_no_partial_credit():
+    """spell_backward pays a letter share per matching position: the gold with a letter more
+    sums to 1.0000000000000002 there (neither an error nor full credit), a near miss keeps its
+    partial credit."""
+    env = rlvr.load_env("reasoning-gym/spell_backward", size=500)
+    task = env.sample(1, "train")[0]
+    g = task.answer
+    for padded in (g + "x", f"{g}x or {g}", f"{g}, then adjusting, {g}x"):
+        v = env.reward.score(task, f"<think>.</think> <answer>{padded}</answer>")
+        assert (v.score, v.status) == (0.0, "ok"), (padded, v.reason)
+    near = g[:-1] + ("a" if g[-1] != "a" else "b")
+    assert 0.0 < env.reward.score(task, f"<answer>{near}</answer>").score < 1.0
+    assert env.reward.score(task, f"<answer>{g}</answer>").score == 1.0
+
+
+def test_a_scorer_that_cannot_parse_the_answer_is_unparsed_not_an_error():
+    """prime_factorization's scorer calls int() on each factor: a malformed answer raises."""
+    env = rlvr.load_env("reasoning-gym/prime_factorization", size=500)
+    task = env.sample(1, "train")[0]
+    v = env.reward.score(task, "<think>.</think> <answer>7 or 8</answer>")
+    assert (v.score, v.status) == (0.0, "unparsed") and "ValueError" in v.reason, v.reason
+    assert env.reward.score(task, env.gold(task)).score == 1.0
+
+
+def test_a_number_equal_to_a_numeric_gold_reaches_the_scorer_as_the_gold():
+    """basic_arithmetic's scorer compares text: `1234.0` or `1,234` for 1234 were refused."""
+    env = rlvr.load_env("reasoning-gym/basic_arithmetic", size=500)
+    task = next(t for t in env.sample(20, "train") if abs(int(t.answer)) >= 1000)
+    g = int(task.answer)
+    for form in (f"{g}.0", f"{g:,}", f"${g}$", f"{g}."):
+        assert env.reward.score(task, f"<answer>{form}</answer>").score == 1.0, form
+    assert env.reward.score(task, f"<answer>{g + 1}.0</answer>").score < 1.0
+
+
 def test_every_installed_dataset_is_registered():
     from reasoning_gym.factory import DATASETS as installed
     missing = sorted(set(installed) - set(DATASETS))

@@ -13,20 +13,22 @@ from rlvr.core import GOLD_UNPARSEABLE, UNPARSED, BaseReward, Verdict
 
 from .parser import ThinkParser, all_boxed, answer_tag
 
-__all__ = ["NumericMatch", "final_answer", "parse_number"]
+__all__ = ["NumericMatch", "final_answer", "numbers_in", "parse_number"]
 
 _NUMBER = re.compile(r"[-+−]?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+−]?\.\d+")
 _STATEMENT = re.compile(
     r"(?:final answer|the answer is|answer\s*:|####)\s*[:=]?\s*(.+?)(?:\n|$)", re.IGNORECASE)
-_WRAPPERS = re.compile(r"^\$+|\$+$|^\\\(|\\\)$|\\[,!;]|\\text\{[^}]*\}|\*\*|\\%|%|\.$")
+# wrappers that never change the value; a `\text{}` group is one only while it holds no digit
+# (`3\text{ (not 4)}` hides a second value)
+_WRAPPERS = re.compile(r"^\$+|\$+$|^\\\(|\\\)$|\\[,!;]|\\text\{[^}\d]*\}|\*\*|\\%|%|\.$")
 
 
 def final_answer(answer_span: str) -> tuple[str | None, str]:
     r"""The explicit final answer in an answer span and where it came from.
 
-    Order: `<answer>` tag, then the last `\boxed{}`, then the last "answer is / Answer: / ####"
-    statement, then the whole span when it is short. Several *different* tags or boxes are
-    returned joined with ' | ' so the caller sees the hedge.
+    Order: `<answer>` tags, then `\boxed{}`, then "answer is / Answer: / ####" statements, then
+    the whole span when it is short. Several *different* tags, boxes or statements are returned
+    joined with ' | ' so the caller sees the hedge.
 
     >>> final_answer(r"so it is \boxed{12}.")
     ('12', 'boxed')
@@ -36,9 +38,9 @@ def final_answer(answer_span: str) -> tuple[str | None, str]:
         if found:
             distinct = list(dict.fromkeys(found))
             return " | ".join(distinct), source
-    statements = _STATEMENT.findall(answer_span)
+    statements = list(dict.fromkeys(s.strip() for s in _STATEMENT.findall(answer_span)))
     if statements:
-        return statements[-1].strip(), "statement"
+        return " | ".join(statements), "statement"
     if answer_span and len(answer_span) <= 40:
         return answer_span.strip(), "span"
     return None, "none"
@@ -55,10 +57,23 @@ def parse_number(s: str) -> Fraction | None:
         return None
 
 
+def numbers_in(s: str) -> set[Fraction]:
+    """The different numbers `s` writes anywhere ('3 or 4' -> {3, 4}; '1,000' -> {1000})."""
+    found = set()
+    for m in _NUMBER.findall(s):
+        try:
+            found.add(Fraction(m.replace(",", "").replace(" ", "").replace("−", "-")))
+        except (ValueError, ZeroDivisionError):
+            continue
+    return found
+
+
 class NumericMatch(BaseReward):
     """1.0 when the final answer is exactly the gold number (`4.0` = `4`, `1,000` = `1000`).
 
-    Answers are read only after the think block; several different candidates score 0.
+    Answers are read only after the think block; several different candidates score 0 (a
+    hedge), and so does a completion cut at the length limit that states no answer (tag, box
+    or statement): a short span is read as the answer only when the completion finished.
 
     >>> from rlvr import Task
     >>> NumericMatch().score(Task("t", answer="42"), "<think>6*7</think> <answer>42</answer>").score
@@ -66,7 +81,7 @@ class NumericMatch(BaseReward):
     >>> NumericMatch().score(Task("t", answer="42"), "<answer>41</answer> <answer>42</answer>").score
     0.0
     """
-    name, version = "numeric_match", "1"
+    name, version = "numeric_match", "2"
 
     def __init__(self, parser: ThinkParser | None = None):
         self.parser = parser or ThinkParser()
@@ -82,12 +97,15 @@ class NumericMatch(BaseReward):
         text, source = final_answer(parsed.answer)
         if text is None:
             return Verdict(0.0, UNPARSED, reason="no final answer statement, tag or box")
-        if " | " in text:
+        if source == "span" and completion.finish_reason == "length":
+            return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
+                                                 "answer (no tag, box or answer statement)")
+        values = {parse_number(part) for part in text.split(" | ")}
+        if len(values) > 1:
             return Verdict(0.0, extracted=text, reason=f"several different {source} answers")
-        value = parse_number(text)
+        value = values.pop()
         if value is None:
-            candidates = _NUMBER.findall(text)
-            if len(candidates) > 1:
+            if len(numbers_in(text)) > 1:
                 return Verdict(0.0, extracted=text, reason="several candidate numbers")
             return Verdict(0.0, UNPARSED, extracted=text, reason=f"{text[:60]!r} is not a number")
         if value == gold:

@@ -121,6 +121,9 @@ def _evaluate(node) -> Fraction:
     return x / y
 
 
+_ALTERNATIVES = re.compile(r"\s(?:or|oder|ou|или)\s", re.I)   # the reader joins a hedge so
+
+
 def _expression_text(answer: str) -> str:
     """The expression part of an answer: `(1+2)*3 = 9` -> `(1+2)*3`."""
     for a, b in _SYMBOLS:
@@ -140,7 +143,7 @@ class CountdownReward(BaseReward):
     >>> CountdownReward().score(t, "<answer>4 * 6 * 1 * 1</answer>").reason
     'uses 1 more often than given'
     """
-    name, version = "countdown", "1"
+    name, version = "countdown", "2"
 
     def __init__(self, parser: ThinkParser | None = None, use_all: bool = False):
         self.parser = parser or ThinkParser()
@@ -159,7 +162,10 @@ class CountdownReward(BaseReward):
         found = find_final(parsed.answer)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no answer expression found")
-        if len(found.parts) > 1:
+        if found.source == "last_value" and completion.finish_reason == "length":
+            return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
+                                                 "answer (no tag, box or answer statement)")
+        if len(found.parts) > 1 or _ALTERNATIVES.search(found.parts[0]):
             return Verdict(0.0, extracted=found.text, reason="several different answers")
         text = _expression_text(found.parts[0])
         try:

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 
 from ..parser import boxes, tag_blocks
+from .hedges import (ALT_START, ALT_WORD, CORRECTION, DOUBT, HARD_END, HIDING, LIST_LEAD,
+                     joins)
 from .normalize import is_label, key, normalize, too_big
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
@@ -64,13 +66,6 @@ _MARKER = re.compile(
     r"|\b(?:la\s+)?risposta(?:\s+finale)?(?:\s+è)?\s*:?|ответ\s*:?|答案\s*(?:是|为|為)?\s*[:：]?"
     r"|答え\s*(?:は)?\s*[:：]?|解答\s*[:：]|정답\s*(?:은|는)?\s*[:：]?|답\s*[:：]"
     r"|الإجابة\s*(?:هي)?\s*[:：]?|الجواب\s*[:：]?", re.I)
-# Words that say "what came before was wrong": between two different candidates they make the
-# later one the answer instead of a hedge.
-_CORRECTION = re.compile(
-    r"\b(?:wait|actually|oops|hmm+|no,|correction|mistake|wrong|incorrect|re-?check\w*|"
-    r"reconsider\w*|re-?evaluat\w*|on second thought|however|but|instead|rather|rule[sd]? (?:it|this|that|them) out|"
-    r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error)\b"
-    r"|等等|不对|错了|其实|attendez|en fait|espera|eigentlich", re.I)
 _SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|"
                            r"\s(?:because|since|as|which|so that|"
                            r"for|parce que|porque|weil|因为)\b|,\s+(?:which|so|since|because|"
@@ -150,7 +145,8 @@ def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
     cands = cands[-_MAX_CANDIDATES:]
     for k in range(len(cands) - 1, 0, -1):
         gap = text[cands[k - 1][1]:cands[k][0]]
-        if _key(cands[k - 1][2]) != _key(cands[k][2]) and _CORRECTION.search(gap):
+        if _key(cands[k - 1][2]) != _key(cands[k][2]) and CORRECTION.search(gap) \
+                and not DOUBT.search(gap):
             cands = cands[k:]
             break
     seen, out = set(), []
@@ -258,7 +254,7 @@ def _statement_value(rest: str, mc: bool) -> str | None:
                   flags=re.I)
     value = _stated(rest, mc)
     end = _CLAUSE_END.search(rest)
-    if value and not mc and end and _ALT_START.match(rest, end.end()):
+    if value and not mc and end and ALT_START.match(rest, end.end()):
         nxt = _CLAUSE_END.search(rest, end.end())
         sentence = rest[:nxt.start() if nxt else len(rest)]
         cands = [c for c in _candidates(sentence) if c[0] >= end.end()]
@@ -279,7 +275,7 @@ def _stated(rest: str, mc: bool) -> str | None:
     options = _option_values(clause)
     if options:
         return options
-    if not _NON_MATH.search(clause) and not _ALT_WORD.search(clause) \
+    if not _NON_MATH.search(clause) and not ALT_WORD.search(clause) \
             and (_prose_words(_strip_units(clause)) <= 1 or len(clause) <= 12):
         return clause
     cands = [c for c in _candidates(rest) if c[0] < len(clause)]
@@ -344,18 +340,11 @@ def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
 # number, a plain-text expression, a computation chained by operators: "100 - 30 = 70"), with
 # the name written before it ("x = 2"). Candidates joined by a list ("2 and 3", "$x=5$, or else
 # $x=7$") or by an alternative ("12 -- though it could be 13", "3 or maybe 4") are stated
-# together, whatever their order: several values for a single-valued gold are a hedge.
-_HARD_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n]")
+# together (the joining words: `hedges`), whatever their order: several values for a
+# single-valued gold are a hedge.
 _MAX_CHAIN = 200                                 # characters one computation may span
 _CHAIN_GAP = re.compile(r"\s*(?:[-+*/×÷^=−]|\\times|\\cdot)\s*")
 _NAME_BEFORE = re.compile(r"(?:(?<![A-Za-z\\])[A-Za-z](?:_\{?\w{1,3}\}?)?|\|[A-Za-z]\|)\s*=\s*$")
-_GAP_WORD = re.compile(r"[^\W\d_]+|[—–]|-{2,}|[,;/&()]|\\text\{\s*(?:or|and)\s*\}", re.U)
-_LIST_WORDS = {"and", "or", "ou", "o", "oder", "или", "或", "和", "et", "und", "y", "either",
-               "also", "else", "even", ",", "/", "&", "(", ")"}
-_ALT_WORDS = {"or", "maybe", "perhaps", "possibly", "alternatively", "otherwise", "though",
-              "although", "could", "might", "ou", "oder", "или", "或"}
-_FILLER = _LIST_WORDS | _ALT_WORDS | {"it", "this", "that", "be", "is", "may", "would", "the",
-                                      "answer", "but", "just", "well", "as", "—", "–", "--"}
 # the verb that states a conclusion: the value after the last one is the answer
 _VERB = re.compile(r"(?:\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|had|makes?|"
                    r"leaves?|totals?|costs?|becomes?|needs?|pays?|earns?|owes?|spends?|"
@@ -364,11 +353,6 @@ _VERB = re.compile(r"(?:\b(?:is|are|was|were|equals?|gives?|gets?|got|has|have|h
 # where a sentence's last clause starts: its conclusion ("He has 5, so 5 + 7 = 12 in all")
 _CLAUSE_START = re.compile(r"(?:^|,|;|(?<!\d):(?!\d))\s*(?:so|thus|therefore|hence|then|and)\b"
                            r"|;|(?<!\d):(?!\d)|^\s*(?:so|thus|therefore|hence)\b", re.I | re.M)
-_ALT_START = re.compile(r"\s*(?:or|maybe|perhaps|possibly|alternatively|otherwise|(?:al)?though|"
-                        r"(?:but\s+)?(?:it|this|that)\s+(?:could|might|may)(?:\s+also)?\s+be)\b",
-                        re.I)
-_ALT_WORD = re.compile(r"\b(?:maybe|perhaps|possibly|could|might|alternatively|otherwise)\b",
-                       re.I)
 _CLAUSE_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n;]")
 
 
@@ -403,25 +387,10 @@ def _seg_value(seg: str) -> str:
     return seg
 
 
-def _joins(gap: str) -> bool:
-    """Does `gap` join two values into one statement: a list, or an alternative?"""
-    if len(gap) > 60 or _HARD_END.search(gap):
-        return False
-    words = [w.casefold() for w in _GAP_WORD.findall(gap)]
-    if not words:
-        return False
-    if words[0] not in _FILLER:                   # a unit after the value: "17 apples or 18"
-        words = words[1:]
-        return bool(words) and all(w in _FILLER for w in words) \
-            and any(w in _ALT_WORDS for w in words)
-    return all(w in _FILLER for w in words) and any(w in _LIST_WORDS | _ALT_WORDS
-                                                    for w in words)
-
-
 def _stated_values(text: str, first: int, cands: list) -> str:
     """Candidate `first` and the candidates joined to it after it, as one answer."""
     values, k = [cands[first][2]], first
-    while k + 1 < len(cands) and _joins(text[cands[k][1]:cands[k + 1][0]]):
+    while k + 1 < len(cands) and joins(text[cands[k][1]:cands[k + 1][0]]):
         k += 1
         values.append(cands[k][2])
     return " or ".join(values)
@@ -439,7 +408,7 @@ def _conclusion(tail: str) -> str | None:
     if options:
         return options
     values = _sentence_values(tail, _clause_start(tail, start, cands[-1][0]), cands, last=True)
-    if _ALT_START.match(tail, start):
+    if ALT_START.match(tail, start):
         before = [c for c in cands if c[1] <= start]
         if before:
             head = _clause_start(tail, _sentence_start(tail, before[-1][0]), before[-1][0])
@@ -448,7 +417,7 @@ def _conclusion(tail: str) -> str | None:
 
 
 def _sentence_start(text: str, pos: int) -> int:
-    ends = [m.end() for m in _HARD_END.finditer(text, 0, pos)]
+    ends = [m.end() for m in HARD_END.finditer(text, 0, pos)]
     return ends[-1] if ends else 0
 
 
@@ -479,7 +448,7 @@ def _joins_back(text: str, before: tuple, value: tuple) -> bool:
     kind -- math spans, or named values ("$2$, $3$", "x = 2, x = 3") -- since in prose it as
     often ends a clause ("After she has eaten 3, 12 remain")."""
     gap = text[before[1]:value[0]]
-    if not _joins(gap):
+    if not joins(gap):
         return False
     if gap.strip() != ",":
         return True
@@ -494,7 +463,11 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
         lead = _leading_values(bare[:3], mc=True) if _LETTER.match(bare) else None
         if lead:
             return _leading_values(bare, mc=True)
+    bare = LIST_LEAD.sub("", bare)
     if bare and len(bare) <= 200 and "\n" not in bare:
+        hidden = _hidden_values(bare)
+        if hidden:
+            return hidden
         words = _prose_words(_strip_units(bare))
         if words == 0 or (text_gold and not re.search(r"\d", bare) and words <= 6):
             return bare
@@ -505,6 +478,15 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
                    or m.group(1) not in "AI"]
         return letters[-1].group(1) if letters else None
     return _conclusion(tail)
+
+
+def _hidden_values(bare: str) -> str | None:
+    r"""A short answer with a value inside a `\text{}` group or a nested box and another outside
+    it ("3\text{ (not 4)}"): every value it writes, read together (a hedge unless they agree)."""
+    if not HIDING.search(bare):
+        return None
+    values = [v for k, v in {_key(c[2]): c[2] for c in _candidates(bare)}.items() if k]
+    return " or ".join(values) if len(values) > 1 else None
 
 
 _JOINER = re.compile(r"\b(?:and|or)\b|,|;")
@@ -585,7 +567,8 @@ def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
         if found is None:
             return None                           # the text ends inside a box: truncated
         if found:
-            return Found(tuple(_choose(found, region)), "boxed")
+            return Found(tuple(_hidden_values(b) or b for b in _choose(found, region)),
+                         "boxed")
         statements = _statements(region, mc)
         if statements:
             return Found(tuple(_choose(statements, region)), "statement")

@@ -28,6 +28,7 @@ __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_
 _TEXT_CMDS = re.compile(r"\\(?:boxed|fbox|text(?:normal|bf|it|rm|sf|tt)?|mathrm|mathbf|mathit|mathsf|"
                         r"textsc|mbox|operatorname|emph|boldsymbol|bm|mathbb(?=\{[^R]))\s*\{")
 _DROP = [
+    (re.compile(r"\\[hv]?phantom\s*\{[^{}]*\}"), " "),      # invisible: not part of the answer
     (re.compile(r"\\\$"), ""), (re.compile(r"\$"), ""),
     (re.compile(r"\\[()\[\]]"), " "),
     (re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|middle|big|Big|"
@@ -308,7 +309,7 @@ class Answer:
 
 
 _OPEN, _CLOSE = "([{", ")]}"
-_SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])|(?<=[\d)\]}])(?:and|or)(?=[A-Za-z(\[{\\])|"
+_SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|(?<=[)\]}])(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])|(?<=[\d)\]}])(?:and|or)(?=[A-Za-z(\[{\\])|"
                   r"\s+(?:und|oder|et|ou|и|или)\s+|\s*(?:和|或|及)\s*")
 def is_label(lhs: str) -> bool:
     r"""Is `lhs` a name (`x`, `a_{37}`, `(p,q)`, `f(x)`, `|AB|`, `\frac{NO}{BO}`, `A:B`)?"""

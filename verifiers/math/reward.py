@@ -38,7 +38,7 @@ from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
-VERSION = "2"
+VERSION = "3"
 _MC_GOLD = re.compile(r"^\(?([A-J])\)?$")
 _MC_LEAD = re.compile(r"^\s*(?i:answer|option|choice)?\s*[:：]?\s*\(?([A-J])\)?(?![\w'])")
 _MC_MORE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*\(?([A-J])\)?(?![\w'])")
