@@ -6,7 +6,7 @@ core, for each setting of torch's intra-op threads (and OpenMP's wait policy). E
 runs in a fresh process, side by side in one invocation, so the ratios compare like with like.
 
     python benchmarks/contention.py --busy 2 --reps 3
-    python benchmarks/contention.py --busy 2 --threads 1,2 --policies active,passive
+    python benchmarks/contention.py --busy 2 --threads 2 --policies default,passive,spin=10000
 
 Fair share: with B busy processes on C cores and a workload of T threads, the workload should
 get about C / (B + T) * T cores' worth, so slow down by at most (B + T) / C for T <= C.
@@ -48,8 +48,19 @@ def _spin(stop):
         x = (x * 31 + 7) % 1_000_003
 
 
+def _omp_env(policy: str) -> dict:
+    """'default' (OpenMP's own: spin a while, then sleep), 'active', 'passive', or 'spin=N'
+    (GOMP_SPINCOUNT=N: spin N iterations, then sleep)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if policy.startswith("spin="):
+        env["GOMP_SPINCOUNT"] = policy.split("=", 1)[1]
+    elif policy != "default":
+        env["OMP_WAIT_POLICY"] = policy.upper()
+    return env
+
+
 def run_setting(model: str, threads: int, policy: str, reps: int) -> dict:
-    env = {**os.environ, "OMP_WAIT_POLICY": policy.upper()}
+    env = _omp_env(policy)
     out = subprocess.run([sys.executable, "-c", _WORKLOAD, str(threads), model, str(reps)],
                          env=env, capture_output=True, text=True)
     if out.returncode:
@@ -61,7 +72,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--busy", type=int, default=2, help="processes spinning a core each")
     p.add_argument("--threads", default="1,2", help="torch intra-op thread counts to try")
-    p.add_argument("--policies", default="active,passive", help="OMP_WAIT_POLICY values")
+    p.add_argument("--policies", default="default,passive",
+                   help="OpenMP waiting: default, active, passive, spin=N (GOMP_SPINCOUNT)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--model", default="smollm2")
     args = p.parse_args()
@@ -86,7 +98,7 @@ def main() -> None:
                         s.join()
                 wall, cpu = min(r["wall"]), min(r["cpu"])
                 rows.append((threads, policy, busy, wall, cpu))
-                print(f"threads {threads}  OMP_WAIT_POLICY={policy:7s}  busy {busy}:  "
+                print(f"threads {threads}  OpenMP wait {policy:10s}  busy {busy}:  "
                       f"best of {args.reps}: {wall:6.2f} s wall, {cpu:6.2f} s CPU", flush=True)
     print("\nslow-down beside the busy processes (wall, best of reps):")
     for threads in map(int, args.threads.split(",")):
@@ -94,7 +106,7 @@ def main() -> None:
             alone = next(r[3] for r in rows if r[:3] == (threads, policy, 0))
             loaded = next(r[3] for r in rows if r[:3] == (threads, policy, args.busy))
             fair = (args.busy + threads) / (os.cpu_count() or 1)
-            print(f"  threads {threads} {policy:7s}: {loaded / alone:5.2f}x "
+            print(f"  threads {threads} {policy:10s}: {loaded / alone:5.2f}x "
                   f"(fair share {max(fair, 1.0):.2f}x)")
 
 

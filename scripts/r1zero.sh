@@ -16,6 +16,9 @@
 # run the `llm` CLI plugin, which we do not use) and is converted once to a transformers folder
 # under $RLVR_CACHE (default ~/.cache/rlvr). RLVR_PYTHON=/path/to/python skips the .venv set-up.
 set -euo pipefail
+# OpenMP threads spin-wait a little, then sleep: near a fair share of the cores when other
+# processes want them too (benchmarks/README.md, "CPU contention").
+export GOMP_SPINCOUNT="${GOMP_SPINCOUNT:-10000}"
 cd "$(dirname "$0")/.."
 if [ -n "${RLVR_PYTHON:-}" ]; then
   py=$RLVR_PYTHON

@@ -209,3 +209,19 @@ def test_make_prefs_from_an_empty_file_says_0_rows(tmp_path, capsys):
                  "-o", str(tmp_path / "prefs.jsonl")])
     _one_usage_line(code, capsys.readouterr().err, "0 rows, nothing to pair")
     assert not (tmp_path / "prefs.jsonl").exists()
+
+
+def test_the_command_line_keeps_openmp_from_spinning_on_a_busy_machine():
+    # set before torch loads (the rlvr command imports rlvr.cli first), never over the user's
+    # own setting, and never by importing the library itself
+    import os
+    import subprocess
+    import sys
+    probe = "import os, {m}; print(os.environ.get('GOMP_SPINCOUNT'))"
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    run = lambda module, extra=None: subprocess.run(
+        [sys.executable, "-c", probe.format(m=module)], env={**env, **(extra or {})},
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert run("rlvr.cli") == "10000"
+    assert run("rlvr.cli", {"GOMP_SPINCOUNT": "500"}) == "500"
+    assert run("rlvr") == "None" and run("rlvr.trainer") == "None"

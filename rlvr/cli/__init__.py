@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
 from rlvr.usage import EXIT_USAGE, UsageError
+
+# OpenMP's threads spin while they wait for each other; when another process holds a core, a
+# spinning thread burns the time its descheduled partner needs, and a 2-thread forward/backward
+# beside two busy processes ran 5.7x slower instead of the fair 2x (benchmarks/README.md, "CPU
+# contention"). Spinning briefly, then sleeping, keeps it near fair at ~3% when the machine is
+# idle. The command line sets this before torch loads; a library user's process is left alone.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 # Modules defining `add_parser(subparsers)`; each sets `func(args) -> int` on its parser(s).
 _SUBCOMMANDS = [
