@@ -79,6 +79,7 @@ def test_fast_forward_equals_the_reference(tiny_model, tmp_path, preset, extra):
     assert isinstance(fast.forward, FastForward) and isinstance(ref.forward, ReferenceForward)
     rollout, _ = fast.collect()
     rollout = varied(rollout, fast.tokenizer)
+    start = weights(fast)
     (bf, mf, gf), (br, mr, gr) = update(fast, rollout), update(ref, rollout)
     assert any(mb.prefix is not None for mb in bf.micro)          # the fast tricks ran
     assert all(isinstance(mb, Sequences) for mb in br.micro)
@@ -94,14 +95,17 @@ def test_fast_forward_equals_the_reference(tiny_model, tmp_path, preset, extra):
     assert gf.abs().sum() > 0 and cos >= (0.999 if bf16 else 0.99999), float(cos)
     assert mf["loss"] == pytest.approx(mr["loss"], rel=1e-3 if not bf16 else 5e-2, abs=1e-6)
     assert mf["entropy"] == pytest.approx(mr["entropy"], rel=1e-4 if not bf16 else 2e-2)
-    assert_same_step(fast, ref, 1e-3 if not bf16 else 0.2)
+    assert_same_step(start, fast, ref, 1e-3 if not bf16 else 0.2)
 
 
-def assert_same_step(a: Trainer, b: Trainer, share: float):
-    """The two steps (weights after minus weights before) differ by at most `share` of the
-    step, in norm. Not element by element: AdamW's first step is lr * g / (|g| + eps) per
-    element, so where a gradient element is near 0 its rounding alone can move it by ~lr."""
-    start = dict(Trainer(a.cfg).policy.named_parameters())
+def weights(tr: Trainer) -> dict:
+    return {name: p.detach().clone() for name, p in tr.policy.named_parameters()}
+
+
+def assert_same_step(start: dict, a: Trainer, b: Trainer, share: float):
+    """The two steps (weights now minus `start`) differ by at most `share` of the step, in
+    norm. Not element by element: AdamW's first step is lr * g / (|g| + eps) per element, so
+    where a gradient element is near 0 its rounding alone can move it by ~lr."""
     for (name, p), q in zip(a.policy.named_parameters(), b.policy.parameters()):
         da, db = (p - start[name]).detach().double(), (q - start[name]).detach().double()
         gap = float((da - db).norm() / da.norm().clamp_min(1e-12))
@@ -115,11 +119,12 @@ def test_the_same_run_takes_the_same_first_steps(tiny_model, tmp_path):
     runs = {name: trainer(tiny_model, tmp_path / name, "grpo", forward=name,
                           share_prefix="false", beta=0.1)
             for name in ("fast", "reference")}
+    start = weights(runs["fast"])
     for _ in range(2):
         got = {name: tr.train_step()[0] for name, tr in runs.items()}
         for key in ("reward", "loss", "grad_norm", "kl", "entropy"):
             assert got["fast"][key] == pytest.approx(got["reference"][key], rel=1e-4, abs=1e-7), key
-        assert_same_step(runs["fast"], runs["reference"], 1e-3)
+        assert_same_step(start, runs["fast"], runs["reference"], 1e-3)
 
 
 def test_multi_turn_masks_give_the_same_update(tiny_model, tmp_path):
