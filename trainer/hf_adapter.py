@@ -21,6 +21,7 @@ from torch import nn
 __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "cache_kwarg",
            "returned_cache", "repeat_rows", "select_rows", "copy_cache", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
+           "layer_call_cache",
            "attention_implementation", "decoder_layers", "layer_index"]
 
 
@@ -87,6 +88,11 @@ def cache_tensors(cache) -> list[tuple[object, str, torch.Tensor]]:
 
 def swap_cache_tensor(layer, name: str, tensor: torch.Tensor) -> None:
     setattr(layer, name, tensor)
+
+
+def layer_call_cache(kwargs: dict):
+    """The KV cache a decoder layer was called with (its keyword differs between versions)."""
+    return kwargs.get("cache", kwargs.get("past_key_values"))
 
 
 def cache_layer(cache, idx: int):

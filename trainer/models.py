@@ -15,8 +15,8 @@ from torch import nn
 from rlvr.rows import go_offline, hub_offline_reason
 from rlvr.usage import require_extra
 
-from .hf_adapter import (cache_layer, decoder_layers, layer_index, layer_state,
-                         restore_layer_state)
+from .hf_adapter import (cache_layer, decoder_layers, layer_call_cache, layer_index,
+                         layer_state, restore_layer_state)
 
 __all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "frozen_copy",
            "add_lora", "load_lora", "AdaptersOff", "enable_checkpointing", "autocast",
@@ -144,8 +144,7 @@ def _checkpointed(forward, idx: int):
     def run(hidden_states, *args, **kwargs):
         if not torch.is_grad_enabled():
             return forward(hidden_states, *args, **kwargs)
-        cache = kwargs.get("cache", kwargs.get("past_key_values"))
-        layer = cache_layer(cache, idx)
+        layer = cache_layer(layer_call_cache(kwargs), idx)
         before = layer_state(layer) if layer is not None else None
         calls = [0]
 
