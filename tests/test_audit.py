@@ -340,21 +340,30 @@ def test_builtin_environment_audit(env, pool):
 
 
 def test_the_memory_thief_finds_a_program_left_in_memory():
-    # outside any sandbox, in this process: the gold program's text is in memory (the gold
+    # outside any sandbox, in a fresh process: the gold program's text is in memory (the gold
     # completion was built), so the thief must find it and answer right -- the strategy is a
-    # real attack, and it scores 0 in the sandbox only because no earlier run is visible there
-    from rlvr.audit.registry import get_strategy
-    from rlvr.audit.strategy import make_case
-    from rlvr.envs.registry import load_env
-    from rlvr.verifiers.code import extract_code
-    env = load_env("code", check=False, pooled=False)
-    task = env.get_task("code/add")
-    case = make_case(env, task, "code")
-    attempts = get_strategy("sibling-theft").attempts(case)
-    assert [a.plant for a in attempts] == [True, True, False, False]
-    namespace = {}
-    exec(extract_code(attempts[2].text), namespace)
-    assert namespace["add"](2, 3) == 5
+    # real attack, and it scores 0 in the sandbox only because no earlier run is visible there.
+    # A fresh process, not this one: after hundreds of tests this process's anonymous memory
+    # is merged into regions larger than the thief reads (64 MiB), and it found nothing there.
+    import subprocess
+    import sys
+    import textwrap
+    check = textwrap.dedent("""
+        from rlvr.audit.registry import get_strategy
+        from rlvr.audit.strategy import make_case
+        from rlvr.envs.registry import load_env
+        from rlvr.verifiers.code import extract_code
+        env = load_env("code", check=False, pooled=False)
+        case = make_case(env, env.get_task("code/add"), "code")
+        attempts = get_strategy("sibling-theft").attempts(case)
+        assert [a.plant for a in attempts] == [True, True, False, False]
+        namespace = {}
+        exec(extract_code(attempts[2].text), namespace)
+        print(namespace["add"](2, 3))
+    """)
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.split()[-1:] == ["5"], proc.stderr[-2000:]
 
 
 def test_the_host_thief_finds_the_task_rows_on_disk():
