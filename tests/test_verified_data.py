@@ -7,6 +7,7 @@ and after a SIGKILL of the real command.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,13 +18,14 @@ import pytest
 
 import rlvr
 import rlvr.envs.arithmetic  # noqa: F401  (registers `arithmetic` without the full discovery)
-import rlvr.envs.math  # noqa: F401  (`math-arithmetic`: an environment without a solver)
 from rlvr.cli import main
 from rlvr.core import Completion
 from rlvr.envs.arithmetic import arithmetic, worked_steps
+from rlvr.envs.countdown_search import SearchFailed, search
+from rlvr.envs.math import countdown
 from rlvr.trainer.evaluation.evaluate import distinct_tasks
-from rlvr.trainer.verified_data import (DistillDataConfig, build, build_verified_dataset,
-                                        select, side_paths)
+from rlvr.trainer.verified_data import (DistillDataConfig, ProgramTeacher, build,
+                                        build_verified_dataset, select, side_paths)
 
 ENV = {"n_terms": 2, "max_value": 9, "ops": "+"}
 
@@ -231,6 +233,77 @@ def test_the_worked_steps_are_the_pupils_method():
                                           "tens: 2-1-0 = 1.", "20 - 3 = 17.",
                                           "So 3 - 20 = -17."], -17)
     assert worked_steps("(2 - 9) * 3")[0][-1] == "So (-7)*3 = -21."
+
+
+_EQUATION = re.compile(r"(\(?-?\d+\)?(?:\s*[-+*]\s*\(?-?\d+\)?)+) = (-?\d+)")
+
+
+def _check_steps(steps: list[str]) -> int:
+    """Every `x op y = z` in the lines is true, and the digits a column addition writes (ones
+    first, then a last carry) spell its sum; returns how many equations were checked."""
+    checked, written = 0, []
+    for line in steps:
+        for left, right in _EQUATION.findall(line):
+            assert set(left) <= set("0123456789+-*() ")
+            assert eval(left) == int(right), line          # noqa: S307 (digits and ops only)
+            checked += 1
+        m = re.search(r"write (?:the carry )?(\d)", line)
+        if m:
+            written.append(m.group(1))
+        elif written:       # the line after the columns states the sum they spell
+            assert int("".join(reversed(written))) == int(line.rstrip(".").split(" = ")[1]), line
+            written = []
+    return checked
+
+
+def test_every_step_of_the_traces_is_true():
+    env = arithmetic(n_terms=4, max_value=999, ops="+-*")
+    checked = sum(_check_steps(worked_steps(t.metadata["expression"])[0])
+                  for t in env.sample(200, seed=3))
+    assert checked > 2000
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"prompt_style": "base", "n_numbers": 3},
+                                    {"n_numbers": 5, "use_all": True}])
+def test_the_countdown_search_traces_score_full_reward(kwargs):
+    env = countdown(**kwargs)
+    for task in env.sample(60, seed=5):
+        if len(re.findall(r"\d+", task.metadata["solution"])) < len(task.metadata["numbers"]) \
+                and kwargs.get("use_all"):
+            continue      # the generator's own solution leaves a number out: maybe no answer
+        text = env.teacher(task)
+        assert env.reward.score(task, text).solved, (task.metadata, text)
+        assert text.count("Yes.") == 1 and text.count("Try ") <= 3   # at most 2 dead ends
+
+
+def test_reasoning_gyms_countdown_has_the_search_teacher():
+    pytest.importorskip("reasoning_gym")
+    from rlvr.envs.reasoning_gym import reasoning_gym_env
+    env = reasoning_gym_env("countdown", size=200)
+    for task in env.sample(8, seed=2):
+        assert env.reward.score(task, env.teacher(task)).score == 1.0
+
+
+def test_search_finds_the_way_and_says_when_there_is_none():
+    # 3 + 4 = 7 is found first; with every number required, 7 = (3 + 4) * 1 after dead ends
+    assert search([3, 4], 7) == ([], ["4 + 3 = 7"], "4 + 3")
+    failed, line, expr = search([3, 4, 1], 7, use_all=True)
+    assert line[-1].endswith("= 7") and sorted(map(int, re.findall(r"\d+", expr))) == [1, 3, 4]
+    with pytest.raises(SearchFailed):
+        search([2, 3], 7)
+
+
+def test_a_solver_that_raises_fails_its_tasks_by_name_not_as_wrong_answers(tmp_path):
+    env = arithmetic(**ENV)
+
+    def broken(task):
+        raise SearchFailed("no expression over [2, 3] reaches 7")
+    env.teacher = broken
+    cfg = _cfg(tmp_path, tasks=3)
+    summary = build(cfg, ProgramTeacher(env))
+    assert summary.sampled == 0 and summary.kept == 0 and len(summary.failed_tasks) == 3
+    assert all(why == "program teacher raised SearchFailed: no expression over [2, 3] "
+               "reaches 7" for why in summary.failed_tasks.values())
 
 
 def test_an_environment_without_a_solver_is_a_usage_error(tmp_path, capsys):
