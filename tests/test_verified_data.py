@@ -330,6 +330,18 @@ def test_a_local_model_and_a_run_directory_are_teachers(tmp_path, tiny_model):
         assert summary.kept == sum(r["solved"] for r in scored)       # a random model: ~0
 
 
+def test_a_tokenizer_counts_the_tokens_of_text_teachers(tmp_path, tiny_model):
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    cfg = _cfg(tmp_path, k=1, tasks=3, tokenizer=str(tiny_model))
+    summary = build(cfg)                                      # the program teacher
+    rows = _rows(cfg.output)
+    assert rows and all(r["completion_tokens"] == len(tok(r["completion"][0]["content"],
+                                                          add_special_tokens=False).input_ids)
+                        for r in rows)
+    assert summary.length_unit == "tokens" and "kept length (tokens)" in summary.render()
+
+
 def test_an_endpoint_teacher_keeps_its_right_samples_and_reports_failed_tasks(tmp_path, capsys):
     pytest.importorskip("openai")
     from test_eval_endpoint import FakeServer
