@@ -114,6 +114,10 @@ class Environment:
     """Completions that must score 0.0 in the contract check; None = the registry's standard
     set. Narrow it only when some standard junk honestly earns credit (e.g. "I don't know."
     does follow the instruction "use no commas")."""
+    teacher: Callable[[Task], str] | None = None
+    """A programmatic teacher: writes a correct worked solution of a task in the format the
+    rewards accept (a step-by-step trace, then the answer), for building verified training
+    data (`rlvr distill-data --teacher program`); None when the environment has no solver."""
 
     def __post_init__(self):
         self.reward: Reward = WeightedSum(self.rewards, name=self.name)

@@ -23,6 +23,7 @@ from rlvr.verifiers.parser import ThinkParser
 
 from .arithmetic import ArithmeticSource
 from .base import Environment, ProceduralSource, RowSource, r1_base_prompt, r1_chat_prompt
+from .countdown_search import countdown_teacher
 
 __all__ = ["load_rows", "rows_to_math_tasks", "CountdownSource", "math_env", "math_arithmetic",
            "countdown", "BUILTIN_ROWS", "BOXED_INSTRUCTION"]
@@ -258,4 +259,5 @@ def countdown(n_numbers: int = 4, max_number: int = 99, min_target: int = 10,
                 "</answer>")
     if prompt_style == "base":
         env.gold = lambda t: f" Try combinations.</think> <answer>{t.metadata['solution']}</answer>"
+    env.teacher = countdown_teacher(use_all, lambda t: (t.metadata["numbers"], int(t.answer)))
     return env

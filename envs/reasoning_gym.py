@@ -46,6 +46,7 @@ from rlvr.verifiers.numeric import numbers_in, parse_number
 from rlvr.verifiers.parser import ThinkParser, answer_tag
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
+from .countdown_search import countdown_teacher
 from .reasoning_gym_names import DATASETS, ENV_NAMES, PREFIX
 
 __all__ = ["DATASETS", "ENV_NAMES", "ReasoningGymSource", "ReasoningGymReward",
@@ -232,6 +233,9 @@ def reasoning_gym_env(dataset: str, config: dict | None = None, test_fraction: f
         env.gold = lambda t: f" I work it out.</think> <answer>{t.answer}</answer>"
     else:
         env.gold = lambda t: f"<think>I work it out.</think> <answer>{t.answer}</answer>"
+    if dataset == "countdown":     # its scorer asks for every number
+        env.teacher = countdown_teacher(True, lambda t: (
+            t.metadata["rg_metadata"]["numbers"], t.metadata["rg_metadata"]["target"]))
     return env
 
 

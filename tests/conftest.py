@@ -40,6 +40,7 @@ SLOW = (
     "test_multiturn_train.py::test_multiturn_resume_is_exact",
     "test_multiturn_train.py::test_every_preset_trains_on_episodes",
     "test_scoring.py::test_resume_after_kill_has_every_row_exactly_once",
+    "test_verified_data.py::test_the_command_killed_mid_run_resumes_without_duplicates",
     "test_code_formats.py::test_rlvr_score_humaneval_reports_every_bad_program_as_ok_0_with_its_limit",
     "test_trainer_verdicts.py",                             # a trainer on HumanEval, sandboxed
     "test_ray_backend.py",                                  # starts Ray

@@ -15,6 +15,7 @@ from rlvr.scoring import ScoreConfig
 from rlvr.trainer.evaluation.evaluate import EvalConfig
 from rlvr.trainer.reward_models.preferences import MakePrefsConfig
 from rlvr.trainer.reward_models.rm_training import TrainRMConfig
+from rlvr.trainer.verified_data import DistillDataConfig
 from rlvr.usage import field_docs
 
 # (subcommand path, config, fields declared by hand because they are not plain options)
@@ -22,7 +23,8 @@ COMMANDS = [(("score",), ScoreConfig, {"env", "input"}),
             (("train-rm",), TrainRMConfig, set()),
             (("make-prefs",), MakePrefsConfig, set()),
             (("sandbox", "run"), Limits, set()),
-            (("eval",), EvalConfig, set())]
+            (("eval",), EvalConfig, set()),
+            (("distill-data",), DistillDataConfig, set())]
 
 
 def _subparser(path):
@@ -62,6 +64,7 @@ OTHER_FORM = {
     "eval": {"env_kwargs": "repeatable --env-arg KEY=VALUE", "ks": "--k 1,2,4 (comma-separated)"},
     "make-prefs": {"env_args": "repeatable --env-arg KEY=VALUE"},
     "audit": {"env_args": "repeatable --env-arg KEY=VALUE"},
+    "distill-data": {"env_args": "repeatable --env-arg KEY=VALUE"},
 }
 
 
@@ -80,7 +83,8 @@ def _config_of(name: str):
     from rlvr.trainer.reward_models.preferences import MakePrefsConfig
     from rlvr.trainer.reward_models.rm_training import TrainRMConfig
     return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig, "audit": AuditConfig,
-            "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits}.get(name)
+            "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits,
+            "distill-data": DistillDataConfig}.get(name)
 
 
 def _commands():
