@@ -32,11 +32,12 @@ _SUBCOMMANDS = [
     "rlvr.cli.eval",
     "rlvr.cli.export",
     "rlvr.cli.audit",
+    "rlvr.cli.serve",
 ]
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
 # themselves, one level down).
-_TAKES_ENV = ("score", "eval", "train", "make-prefs", "audit")
+_TAKES_ENV = ("score", "eval", "train", "make-prefs", "audit", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
