@@ -1,0 +1,44 @@
+"""A small OpenEnv environment defined by the tests (`openenv:openenv_tiny:SumEnvironment`, or
+served): reset(seed) asks for a sum, step(message) is rewarded 1.0 when the message holds it.
+'boom' makes the environment raise, 'stall' makes it take 3 s (its own failures)."""
+import random
+import time
+from typing import Optional
+
+from openenv.core.env_server import Action, Environment, Observation, State
+
+
+class SumAction(Action):
+    message: str = ""
+
+
+class SumObservation(Observation):
+    question: str = ""
+
+
+class SumEnvironment(Environment):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self):
+        super().__init__()
+        self.answer = None
+
+    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+              **kwargs) -> SumObservation:
+        rng = random.Random(seed)
+        a, b = rng.randint(10, 99), rng.randint(10, 99)
+        self.answer = a + b
+        return SumObservation(question=f"What is {a} + {b}?")
+
+    def step(self, action: SumAction, timeout_s: Optional[float] = None,
+             **kwargs) -> SumObservation:
+        if "boom" in action.message:
+            raise ValueError("environment bug")
+        if "stall" in action.message:
+            time.sleep(3)
+        right = str(self.answer) in action.message
+        return SumObservation(done=True, reward=float(right))
+
+    @property
+    def state(self) -> State:
+        return State()
