@@ -62,6 +62,7 @@ OTHER_FORM = {
     "eval": {"env_kwargs": "repeatable --env-arg KEY=VALUE", "ks": "--k 1,2,4 (comma-separated)"},
     "make-prefs": {"env_args": "repeatable --env-arg KEY=VALUE"},
     "audit": {"env_args": "repeatable --env-arg KEY=VALUE"},
+    "serve": {"env": "positional argument", "env_args": "repeatable --env-arg KEY=VALUE"},
 }
 
 
@@ -73,6 +74,7 @@ def _subparsers(parser):
 
 def _config_of(name: str):
     from rlvr.audit import AuditConfig
+    from rlvr.interop.serve import ServeConfig
     from rlvr.sandbox.base import Limits
     from rlvr.scoring import ScoreConfig
     from rlvr.trainer.config import TrainConfig
@@ -80,7 +82,8 @@ def _config_of(name: str):
     from rlvr.trainer.reward_models.preferences import MakePrefsConfig
     from rlvr.trainer.reward_models.rm_training import TrainRMConfig
     return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig, "audit": AuditConfig,
-            "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits}.get(name)
+            "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits,
+            "serve": ServeConfig}.get(name)
 
 
 def _commands():
