@@ -32,6 +32,7 @@ SLOW = (
     "test_trainer.py::test_resume_is_exact",
     "test_integrations.py::test_trl_grpo_trainer_runs_one_step_on_rlvr_rewards",
     "test_serve.py::test_trl_grpo_trainer_trains_against_rlvr_serve",     # TRL, 2 steps, a server
+    "test_serve.py::test_the_rlvr_serve_command_serves_until_stopped",    # a server process
     # other libraries' environments scored in pool workers (each imports the library) and trained
     "test_interop_envs.py::test_rlvr_score_and_audit_run_on_a_verifiers_environment",
     "test_interop_envs.py::test_rlvr_train_takes_a_step_on_a_verifiers_environment",

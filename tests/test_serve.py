@@ -201,8 +201,26 @@ def test_a_tool_environment_is_played_over_the_socket():
             assert last.done and last.reward == 1.0
             assert (last.metadata["turns"], last.metadata["tool_calls"],
                     last.metadata["tool_errors"]) == (3, 2, 1)
+        _trl_factory_plays_the_same_episode(s, first.observation, task)
     finally:
         s.close()
+
+
+def _trl_factory_plays_the_same_episode(s, first, task):
+    """What TRL does with `served_environment`: the server's tools as methods (with the schema
+    TRL renders for the model), each call a step; the final message scored by `served_reward`."""
+    from transformers.utils import get_json_schema
+
+    from rlvr.interop.trl import served_environment, served_reward
+    episode = served_environment(s.url)()
+    schema = get_json_schema(type(episode).calculator)
+    assert schema["function"]["name"] == "calculator"
+    assert schema["function"]["parameters"] == first["tools"][0]["function"]["parameters"]
+    episode.reset(task_id=task.id, prompt=first["messages"])
+    assert episode.calculator(expression=task.metadata["expression"]) == task.answer
+    final = [{"role": "assistant", "content": f"Answer: {task.answer}"}]
+    assert served_reward(completions=[final], environments=[episode]) == [1.0]
+    assert episode.verdict["tool_calls"] == 1 and episode.verdict["status"] == "ok"
 
 
 def test_rlvr_serve_command_line(tmp_path):
@@ -247,3 +265,37 @@ def test_trl_grpo_trainer_trains_against_rlvr_serve(tmp_path, tiny_model, monkey
     # 8-character random completions answer nothing: every rollout was scored by the server
     # (a None would have made the mean NaN), and scored 0
     assert all(h["rewards/rlvr/mean"] == 0.0 for h in logged)
+
+
+def test_the_rlvr_serve_command_serves_until_stopped(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "rlvr", "serve", "arithmetic", "--port",
+                             str(port), "--workers", "1"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith(f"serving arithmetic at ws://127.0.0.1:{port}")
+        from openenv import GenericEnvClient
+        deadline = time.monotonic() + 60
+        while True:        # uvicorn binds the port right after the line is printed
+            try:
+                with GenericEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as client:
+                    first = client.reset(split="train", index=0)
+                    break
+            except ConnectionError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        with GenericEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as client:
+            task_id = first.observation["task_id"]
+            client.reset(task_id=task_id)
+            from rlvr import load_env
+            answer = load_env("arithmetic").get_task(task_id).answer
+            last = client.step({"content": f"<think>x</think> <answer>{answer}</answer>"})
+            assert last.reward == 1.0 and last.metadata["status"] == "ok"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) in (0, 130, -signal.SIGINT)

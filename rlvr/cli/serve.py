@@ -40,8 +40,8 @@ def cmd_serve(args) -> int:
     except ImportError:
         raise UsageError("rlvr serve needs OpenEnv: pip install 'rlvr[openenv]'") from None
     try:
-        print(f"serving {cfg.env} at ws://{cfg.host}:{cfg.port}/ws (Ctrl-C stops)", flush=True)
-        serve(cfg)
+        serve(cfg, ready=lambda url: print(f"serving {cfg.env} at {url} (Ctrl-C stops)",
+                                           flush=True))
     except (UnknownEnvError, EnvContractError, EnvArgumentError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 __all__ = ["ServeConfig", "build_app", "serve"]
 
@@ -78,8 +79,11 @@ def build_app(cfg: ServeConfig):
     return app, served
 
 
-def serve(cfg: ServeConfig) -> None:
-    """Serve until interrupted (uvicorn, which OpenEnv's servers run on)."""
+def serve(cfg: ServeConfig, ready: Callable[[str], None] | None = None) -> None:
+    """Serve until interrupted (uvicorn, which OpenEnv's servers run on); `ready` is called
+    with the WebSocket URL once the environment is loaded."""
     import uvicorn
     app, _ = build_app(cfg)
+    if ready is not None:
+        ready(f"ws://{cfg.host}:{cfg.port}/ws")
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")
