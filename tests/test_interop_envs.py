@@ -2,8 +2,8 @@
 environment the tests define: tests/rlvr_vf_tiny.py) and `openenv:<target>` (an OpenEnv
 environment the tests define, tests/openenv_tiny.py, run in-process or served). Each loads,
 scores with typed statuses -- its exceptions `error`, its timeouts `timeout`, its services down
-`infra_error`, never 0.0 -- and runs through `rlvr score`, `rlvr audit` and one training step
-unchanged."""
+`infra_error`, never 0.0 -- and runs through `rlvr score`, `rlvr audit`, `rlvr eval` and one
+training step unchanged."""
 import json
 import socket
 import threading
@@ -71,13 +71,17 @@ def test_rlvr_score_and_audit_run_on_a_verifiers_environment(tmp_path):
     assert report.findings == []          # no exploit strategy earns this rubric's reward
 
 
-def test_rlvr_train_takes_a_step_on_a_verifiers_environment(tiny_model, tmp_path):
+def test_rlvr_train_and_eval_run_on_a_verifiers_environment(tiny_model, tmp_path):
     from rlvr.trainer.config import TrainConfig
+    from rlvr.trainer.evaluation.evaluate import EvalConfig, run_eval
     from rlvr.trainer.loop import Trainer
     Trainer(TrainConfig.from_preset("grpo", model=tiny_model, env=VF, output_dir=str(tmp_path),
                                     **TINY_TRAIN)).train()
     row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
     assert row["rewards/exact/mean"] == 0.0 and "rewards/length/mean" in row
+    result = run_eval(EvalConfig(env=VF, model=tiny_model, tasks=2, ks=(1, 2), samples=2,
+                                 max_completion_length=8, bootstrap=10), None)
+    assert result.pass_at == {1: 0.0, 2: 0.0} and result.statuses.get("error", 0) == 0
 
 
 # --------------------------------------------------------------------------- OpenEnv
