@@ -95,7 +95,9 @@ def _prefixed_entry(name: str) -> _Entry | None:
         raise UnknownEnvError(f"unknown environment prefix {prefix!r} in {name!r}; loaders "
                               f"exist for {sorted(set(_prefixes) | set(PREFIX_MODULES))}")
     loader = _prefixes[prefix]
-    return _Entry(name, functools.partial(loader, rest), loader.__module__)
+    bound = functools.partial(loader, rest)
+    bound.__doc__ = loader.__doc__                 # what `rlvr envs show` prints
+    return _Entry(name, bound, loader.__module__)
 
 
 def register_env(name: str, *, replace: bool = False) -> Callable[[Callable], Callable]:

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from rlvr import ScoreConfig, load_env
-from rlvr.envs.registry import UnknownEnvError
+from rlvr import Environment, FunctionReward, RowSource, ScoreConfig, Task, load_env
+from rlvr.envs.registry import UnknownEnvError, register_env_prefix
 from rlvr.scoring import score_file
 
 VF = "verifiers:rlvr-vf-tiny"
@@ -169,3 +169,25 @@ def test_prefixed_names_that_name_nothing_say_what_exists():
         load_env("nope:thing")
     with pytest.raises(ValueError, match="give a server URL"):
         load_env("openenv:just_a_module")
+
+
+@register_env_prefix("echo-test")
+def _echo_loader(rest: str, n: int = 2):
+    """Tasks whose answer is the name's rest."""
+    tasks = [Task(f"echo-test:{rest}/{i}", "Repeat the name.", rest) for i in range(n)]
+    same = FunctionReward(lambda text, answer: float(text == answer), name="same")
+    return Environment(f"echo-test:{rest}", RowSource({"train": tasks}), [(same, 1.0)],
+                       gold=lambda t: t.answer)
+
+
+def test_a_prefix_loader_of_ones_own_builds_environments_by_name():
+    from rlvr.envs.registry import EnvArgumentError, build_env, env_info, env_module
+    env = load_env("echo-test:hello", n=3)           # contract-checked: gold 1, junk 0
+    assert env.name == "echo-test:hello" and len(env.sample(5)) == 3
+    assert env.reward.score(env.sample(1)[0], "hello").score == 1.0
+    # a pool worker rebuilds it from the name and the loader's module
+    assert env_module("echo-test:x") == __name__
+    assert build_env("echo-test:x", {"n": 1}, env_module("echo-test:x")).sample(5)[0].answer == "x"
+    assert env_info("echo-test:x")["doc"] == "Tasks whose answer is the name's rest."
+    with pytest.raises(EnvArgumentError, match="unexpected keyword argument 'm'"):
+        load_env("echo-test:hello", m=1)
