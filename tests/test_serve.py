@@ -121,6 +121,7 @@ def test_what_the_completion_earned_is_a_number_and_a_verifier_failure_is_none(p
     # the verifier's failures: no reward at all (a trainer must not learn 0 from them), the
     # status and the reason said
     assert boom.reward is None and boom.metadata["status"] == "error"
+    assert boom.metadata["score"] is None             # nowhere a number to learn from
     assert "RuntimeError: verifier bug" in boom.metadata["reason"]
     assert hang.reward is None and hang.metadata["status"] == "timeout"   # the pool's deadline
     assert "2s" in hang.metadata["reason"]

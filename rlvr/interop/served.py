@@ -87,9 +87,10 @@ class Served:
 
 
 def verdict_metadata(verdict: Verdict, episode: Episode | None = None) -> dict:
-    """The verdict as JSON-safe metadata: status, score, reason, components, extracted,
-    version, solved, and the episode's accounting."""
-    out = {"status": verdict.status, "score": verdict.score, "reason": verdict.reason,
+    """The verdict as JSON-safe metadata: status, score (None for a failed verdict, as the
+    reward), reason, components, extracted, version, solved, and the episode's accounting."""
+    score = None if verdict.failed else verdict.score
+    out = {"status": verdict.status, "score": score, "reason": verdict.reason,
            "components": verdict.components, "extracted": verdict.extracted,
            "version": verdict.version, "solved": verdict.solved,
            "latency_s": verdict.latency_s}
