@@ -191,3 +191,24 @@ def test_a_prefix_loader_of_ones_own_builds_environments_by_name():
     assert env_info("echo-test:x")["doc"] == "Tasks whose answer is the name's rest."
     with pytest.raises(EnvArgumentError, match="unexpected keyword argument 'm'"):
         load_env("echo-test:hello", m=1)
+
+
+def test_an_openenv_environment_of_several_steps_is_played_and_scored_by_replay():
+    from rlvr.envs.multiturn import Episode
+    name = "openenv:openenv_tiny:GuessEnvironment"
+    env = load_env(name, tasks=2, test_tasks=1, max_turns=3)
+    task = env.get_task(f"{name}/train/0")
+    assert task.prompt == [{"role": "user", "content": "Guess my number from 1 to 9."}]
+    secret = __import__("random").Random(0).randint(1, 9)
+    low = 1 if secret > 1 else 2
+    episode = Episode(text="", token_ids=[])
+    episode.add_turn(str(low), [], [], "stop")
+    reply = env.respond(task, episode)            # the replayed session's last observation
+    assert not reply.done and reply.messages == [{"role": "user", "content":
+                                                  "higher" if low < secret else "lower"}]
+    episode.add_environment(reply.messages, [])
+    episode.add_turn(str(secret), [], [], "stop")
+    assert env.respond(task, episode).done
+    assert env.reward.score(task, episode).score == 1.0            # both turns replayed
+    assert env.reward.score(task, str(low)).score == 0.0           # one wrong guess: not over
+    assert "not over" in env.reward.score(task, str(low)).reason
