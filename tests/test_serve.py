@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import Environment, RowSource, Task, register_env
-from rlvr.core import BaseReward, Verdict
+from rlvr.core import BaseReward
 from rlvr.verifiers import NumericMatch
 
 from rlvr.interop.serve import ServeConfig
@@ -269,7 +269,6 @@ def test_trl_grpo_trainer_trains_against_rlvr_serve(tmp_path, tiny_model, monkey
 
 
 def test_the_rlvr_serve_command_serves_until_stopped(tmp_path):
-    import os
     import signal
     import subprocess
     import sys
