@@ -4,6 +4,10 @@ Third-party packages add environments without editing rlvr through the `rlvr.env
 group: each entry point names a module that registers on import, or a factory registered under
 the entry point's name.
 
+Environments written for other libraries load by a prefixed name, `openenv:<name>` or
+`verifiers:<name>`: a prefix names a loader (`register_env_prefix`), built in
+(`PREFIX_MODULES`) or registered by the user's own module.
+
 Loading runs the contract check (`check_env`): gold answers score 1.0 and junk 0.0 on every
 weighted rule-based reward (learned rewards, `learned = True`, need only score both without
 failing), and every
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import collections.abc
 import difflib
+import functools
 import importlib
 import inspect
 import re
@@ -30,7 +35,7 @@ from rlvr.usage import UsageError, coerce
 
 from .base import Environment
 
-__all__ = ["register_env", "load_env", "list_envs", "env_info", "env_module", "build_env",
+__all__ = ["register_env", "register_env_prefix", "PREFIX_MODULES", "load_env", "list_envs", "env_info", "env_module", "build_env",
            "pooled_env_reward", "check_env", "EnvContractError", "EnvArgumentError",
            "UnknownEnvError"]
 
@@ -64,6 +69,35 @@ class _Entry:
 _registry: dict[str, _Entry] = {}
 _lock = threading.Lock()
 _discovered = False
+
+# prefix -> the module whose import registers its loader (imported on the first such name)
+PREFIX_MODULES = {"openenv": "rlvr.envs.from_openenv", "verifiers": "rlvr.envs.from_verifiers"}
+_prefixes: dict[str, Callable] = {}
+
+
+def register_env_prefix(prefix: str) -> Callable[[Callable], Callable]:
+    """Register `loader(name, **kwargs) -> Environment` for every environment name
+    `prefix:<name>` (the loader is returned unchanged)."""
+    def wrap(loader: Callable) -> Callable:
+        _prefixes[prefix] = loader
+        return loader
+    return wrap
+
+
+def _prefixed_entry(name: str) -> _Entry | None:
+    """The entry of a `prefix:<rest>` name: its loader bound to `rest`; None for other names."""
+    prefix, sep, rest = name.partition(":")
+    if not sep:
+        return None
+    if prefix not in _prefixes and prefix in PREFIX_MODULES:
+        importlib.import_module(PREFIX_MODULES[prefix])
+    if prefix not in _prefixes:
+        raise UnknownEnvError(f"unknown environment prefix {prefix!r} in {name!r}; loaders "
+                              f"exist for {sorted(set(_prefixes) | set(PREFIX_MODULES))}")
+    loader = _prefixes[prefix]
+    bound = functools.partial(loader, rest)
+    bound.__doc__ = loader.__doc__                 # what `rlvr envs show` prints
+    return _Entry(name, bound, loader.__module__)
 
 
 def register_env(name: str, *, replace: bool = False) -> Callable[[Callable], Callable]:
@@ -118,6 +152,8 @@ def list_envs() -> list[str]:
 
 
 def _entry(name: str) -> _Entry:
+    if (prefixed := _prefixed_entry(name)) is not None:
+        return prefixed
     if name not in _registry:    # registered already (its module was imported): no discovery
         _discover()
     if name not in _registry:

@@ -31,6 +31,12 @@ SLOW = (
     "test_trainer.py::test_every_preset_trains_through_the_cli",
     "test_trainer.py::test_resume_is_exact",
     "test_integrations.py::test_trl_grpo_trainer_runs_one_step_on_rlvr_rewards",
+    "test_serve.py::test_trl_grpo_trainer_trains_against_rlvr_serve",     # TRL, 2 steps, a server
+    "test_serve.py::test_the_rlvr_serve_command_serves_until_stopped",    # a server process
+    # other libraries' environments scored in pool workers (each imports the library) and trained
+    "test_interop_envs.py::test_rlvr_score_and_audit_run_on_a_verifiers_environment",
+    "test_interop_envs.py::test_rlvr_train_and_eval_run_on_a_verifiers_environment",
+    "test_interop_envs.py::test_rlvr_score_and_train_run_on_an_openenv_environment",
     "test_r1zero.py::test_r1zero_script_tiny_mode_runs_trains_and_plots",
     "test_r1zero.py::test_a_run_folder_is_resumed_refused_or_overwritten_never_clobbered",
     "test_trainer_options.py::test_lora_checkpoint_holds_adapters_and_resumes_exactly",

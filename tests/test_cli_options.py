@@ -65,6 +65,7 @@ OTHER_FORM = {
     "make-prefs": {"env_args": "repeatable --env-arg KEY=VALUE"},
     "audit": {"env_args": "repeatable --env-arg KEY=VALUE"},
     "distill-data": {"env_args": "repeatable --env-arg KEY=VALUE"},
+    "serve": {"env": "positional argument", "env_args": "repeatable --env-arg KEY=VALUE"},
 }
 
 
@@ -76,6 +77,7 @@ def _subparsers(parser):
 
 def _config_of(name: str):
     from rlvr.audit import AuditConfig
+    from rlvr.interop.serve import ServeConfig
     from rlvr.sandbox.base import Limits
     from rlvr.scoring import ScoreConfig
     from rlvr.trainer.config import TrainConfig
@@ -84,7 +86,7 @@ def _config_of(name: str):
     from rlvr.trainer.reward_models.rm_training import TrainRMConfig
     return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig, "audit": AuditConfig,
             "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits,
-            "distill-data": DistillDataConfig}.get(name)
+            "distill-data": DistillDataConfig, "serve": ServeConfig}.get(name)
 
 
 def _commands():

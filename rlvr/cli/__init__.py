@@ -33,11 +33,12 @@ _SUBCOMMANDS = [
     "rlvr.cli.export",
     "rlvr.cli.audit",
     "rlvr.cli.distill_data",
+    "rlvr.cli.serve",
 ]
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
 # themselves, one level down).
-_TAKES_ENV = ("score", "eval", "train", "make-prefs", "audit", "distill-data")
+_TAKES_ENV = ("score", "eval", "train", "make-prefs", "audit", "distill-data", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
