@@ -5,6 +5,7 @@
         batch     <- frozen per batch: pi_ref log-probs, critic values, advantages (once!)
         for k in 1..mu:                       # pi_old and the advantages stay frozen
             loss  <- -objective(pi/pi_old, A) + beta*KL  aggregated per the preset
+                     (+ distill_coef * reverse KL to a teacher: on-policy distillation)
             theta <- AdamW step (gradient accumulated over micro-batches, norm-clipped)
         theta_old <- theta                    # the next rollout samples from the new policy
         beta      <- KL controller(observed KL)
