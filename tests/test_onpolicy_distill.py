@@ -7,7 +7,6 @@ gradient when student = teacher; a student moving toward its teacher; a teacher 
 vocabulary refused in one line; the preset through `rlvr train`."""
 from __future__ import annotations
 
-import copy
 import json
 import math
 import warnings
@@ -22,8 +21,9 @@ from rlvr.trainer.distill import logprobs_and_reverse_kl
 from rlvr.trainer.loop import Trainer
 from rlvr.trainer.models import load_policy
 from rlvr.trainer.tiny import build_tiny_model
+from test_forwards import update, varied     # a shared system turn, completions of 1..16 tokens
 
-TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 12,
+TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 16,
         "micro_batch_size": 3, "lr": 1e-2, "progress": False, "checkpoint_every": 0,
         "reward_deadline_s": 0, "tensorboard": False, "steps": 2, "max_grad_norm": 0.0,
         "env_kwargs": {"n_terms": 2, "max_value": 9, "prompt_style": "base"}}
@@ -92,31 +92,6 @@ def test_blockwise_kl_and_logprobs_equal_the_definition_on_a_vocabulary_of_5(tem
 
 
 # --- through the trainer --------------------------------------------------------------------
-def varied(rollout, tokenizer):
-    """A shared system turn and completions of 1..12 tokens: the fast forward's shared prefix
-    and packing have work to do."""
-    system = tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
-    r = copy.deepcopy(rollout)
-    r.prompt_ids = [system + p for p in r.prompt_ids]
-    lengths = [2, 12, 7, 12, 1, 9]
-    r.completion_ids = [(c + list(range(3, 20)))[:n] for c, n in zip(r.completion_ids, lengths)]
-    r.token_entropy = None
-    return r
-
-
-def spied_update(tr: Trainer, rollout):
-    """One update on `rollout` -> (metrics, the gradient stepped with)."""
-    params = [p for grp in tr.optimizer.param_groups for p in grp["params"]]
-    grads, step = [], tr.optimizer.step
-
-    def spy(*a, **kw):
-        grads.extend(p.grad.detach().clone().flatten() for p in params)
-        return step(*a, **kw)
-    tr.optimizer.step = spy
-    metrics = tr.update(tr.prepare(copy.deepcopy(rollout)), first=True)
-    return metrics, torch.cat(grads)
-
-
 def hand_loss(student, teacher, rollout, temperature):
     """The loss by its definition: one plain model call per unpadded row, the reverse KL over
     the vocabulary at each completion token, summed and divided by the number of tokens."""
@@ -135,7 +110,7 @@ def hand_loss(student, teacher, rollout, temperature):
 def test_the_update_gradient_is_the_hand_computed_reverse_kl(tiny_model, teacher, tmp_path, forward):
     tr = trainer(tiny_model, tmp_path, teacher, forward=forward, temperature=0.8)
     rollout = varied(tr.collect()[0], tr.tokenizer)
-    metrics, grad = spied_update(tr, rollout)
+    _, metrics, grad = update(tr, rollout)
     student = load_policy(tiny_model, "float32", "cpu")        # the same starting weights
     loss = hand_loss(student, load_policy(teacher, "float32", "cpu"), rollout, 0.8)
     loss.backward()
@@ -177,7 +152,7 @@ def test_fast_forward_equals_the_reference_for_the_teachers_logprobs_and_the_kl(
 @pytest.mark.parametrize("forward", ["fast", "reference"])
 def test_student_equal_to_teacher_has_exactly_zero_loss_and_gradient(tiny_model, tmp_path, forward):
     tr = trainer(tiny_model, tmp_path, tiny_model, forward=forward)
-    metrics, grad = spied_update(tr, varied(tr.collect()[0], tr.tokenizer))
+    _, metrics, grad = update(tr, varied(tr.collect()[0], tr.tokenizer))
     assert metrics["kl/teacher"] == 0.0 and metrics["loss"] == 0.0
     if forward == "fast":     # its gradient is p (log p - log q - KL) / T: 0 * anything
         assert metrics["grad_norm"] == 0.0 and not grad.any()
