@@ -208,7 +208,8 @@ class PolicyUpdate:
 
     def micro_loss(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> torch.Tensor:
         """-J(theta) on micro-batch i: -min(r A, clip(r) A) + beta*KL per token, aggregated per
-        the preset and normalised by the whole batch's counts (plus PPO's value loss)."""
+        the preset and normalised by the whole batch's counts (plus PPO's value loss, and with
+        a teacher distill_coef times the token-mean reverse KL to it)."""
         cfg, mb, mask = self.cfg, batch.micro[i], batch.loss_mask[i]
         logp, distill_kl, entropy = self.student_logprobs(mb, first)
         if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
