@@ -61,6 +61,11 @@ SLOW = (
     "test_eval_endpoint.py::test_persistent_errors_and_timeouts_fail_the_task_not_the_answer",
     "test_wandb_sink.py::test_rlvr_train_reports_to_wandb_with_the_same_names",
     "test_math_verifier.py::test_timeout_from_asyncio",
+    # expert iteration and on-policy distillation: the CLI runs, and the reference-forward twins
+    "test_expert_iteration.py::test_expert_iteration_trains_through_the_cli",
+    "test_onpolicy_distill.py::test_onpolicy_distill_trains_through_the_cli",
+    "test_onpolicy_distill.py::test_the_update_gradient_is_the_hand_computed_reverse_kl[reference]",
+    "test_onpolicy_distill.py::test_student_equal_to_teacher_has_exactly_zero_loss_and_gradient[reference]",
     # `rlvr audit` on the environments whose attacks run programs or stall the math reader
     *(f"test_audit.py::test_builtin_environment_audit[{env}]" for env in (
         "code", "code (docker)", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",

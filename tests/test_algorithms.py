@@ -415,8 +415,8 @@ def test_reinforce_pp_advantages_by_hand():
 def test_tables_name_every_estimator_and_loss():
     # Adding one is one function and one table row; the config's choices come from the tables.
     from rlvr.trainer.config import TrainConfig
-    assert set(A.ADVANTAGES) == {"reinforce", "rloo", "grpo", "gae", "reinforce_pp"}
-    assert set(A.POLICY_LOSSES) == {"pg", "clip", "gspo", "gspo_token"}
+    assert set(A.ADVANTAGES) == {"reinforce", "rloo", "grpo", "gae", "reinforce_pp", "filter"}
+    assert set(A.POLICY_LOSSES) == {"pg", "clip", "gspo", "gspo_token", "nll", "none"}
     with pytest.raises(ValueError, match="policy_loss"):
         TrainConfig(policy_loss="nope")
     with pytest.raises(ValueError, match="unknown policy loss"):

@@ -59,7 +59,9 @@ def read_jsonl(path):
     return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
+# (a random model solves nothing for expert iteration to keep; distillation needs a teacher:
+# both are tested in their own files)
+@pytest.mark.parametrize("preset", sorted(set(PRESETS) - {"expert_iteration", "onpolicy_distill"}))
 def test_every_preset_trains_on_episodes(preset, tiny_model, tmp_path):
     evals = {"eval_every": 1, "eval_tasks": 2, "eval_k": 2} if preset == "grpo" else {}
     Trainer(config(tiny_model, tmp_path, preset, **evals)).train()

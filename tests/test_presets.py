@@ -56,7 +56,9 @@ def test_fields_given_beside_a_preset_win():
 
 @pytest.mark.parametrize("preset,knob,value", [
     ("grpo", "gamma", 0.9), ("grpo", "critic_lr", 1e-5), ("rloo", "baseline", "moving_average"),
-    ("dr_grpo", "kl_estimator", "k2"), ("grpo", "lora_alpha", 8.0), ("rloo", "clip_eps_high", 0.3)])
+    ("dr_grpo", "kl_estimator", "k2"), ("grpo", "lora_alpha", 8.0), ("rloo", "clip_eps_high", 0.3),
+    ("grpo", "keep_threshold", 0.5), ("grpo", "distill_coef", 0.5),
+    ("expert_iteration", "clip_eps_high", 0.3), ("onpolicy_distill", "clip_eps_low", 0.1)])
 def test_a_knob_the_estimator_ignores_is_warned_about_or_refused(preset, knob, value):
     with pytest.warns(UserWarning, match=f"ignores {knob} "):
         TrainConfig(preset=preset, **{knob: value})
@@ -70,5 +72,7 @@ def test_knobs_the_estimator_reads_or_left_at_their_default_pass_quietly():
         TrainConfig(preset="ppo", gamma=0.99, critic_lr=1e-5, strict=True)
         TrainConfig(preset="reinforce", baseline="moving_average", strict=True)
         TrainConfig(preset="grpo", gamma=1.0, strict=True)           # the default: harmless
+        TrainConfig(preset="expert_iteration", keep_threshold=0.5, inner_steps=2, strict=True)
+        TrainConfig(preset="grpo", teacher="a-teacher", distill_coef=0.5, strict=True)
         for preset in PRESETS:
             TrainConfig(preset=preset, strict=True)

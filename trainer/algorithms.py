@@ -27,7 +27,8 @@ __all__ = [
     "gspo_sequence_log_ratio", "policy_objective", "POLICY_LOSSES", "aggregate_loss", "LOSS_AGGREGATIONS", "value_loss",
     "explained_variance", "AdaptiveKLController", "FixedKLController",
     "overlong_penalty", "groups_with_signal", "whiten", "whitening_stats", "global_std",
-    "reinforce_pp_returns", "gspo_token_objective",
+    "reinforce_pp_returns", "gspo_token_objective", "filter_advantages", "SAMPLE_FILTERS",
+    "nll_objective", "no_objective", "reverse_kl",
 ]
 
 
@@ -132,6 +133,9 @@ class AdvantageInputs:
     scale_rewards: str = "group"           # grpo: 'group' | 'batch' | 'none'
     baseline: Callable[[float], float] | None = None   # reinforce: batch mean -> baseline used
     global_sum: Callable[[list], list] = field(default=lambda xs: list(xs))
+    ok: torch.Tensor | None = None         # filter: [N] bool, verdict status ok
+    answer_scores: torch.Tensor | None = None   # filter: [N] the answer reward's score
+    keep_threshold: float = 1.0            # filter: the answer score a kept completion reaches
 
     def grid(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(-1, self.group_size)
@@ -180,12 +184,33 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, stats: tuple[float, float] | Non
     return ((x - mean) / (std + eps)).masked_fill(~mask, 0.0)
 
 
+def filter_advantages(ok: torch.Tensor, answer_scores: torch.Tensor,
+                      threshold: float = 1.0) -> torch.Tensor:
+    """Expert iteration's sample weights (STaR, Zelikman et al. 2022; rejection-sampling
+    fine-tuning, Yuan et al. 2023): 1 for a completion the verifier accepted -- status ok and
+    an answer score >= threshold -- and 0 for every other one, which is as if never sampled
+    (see SAMPLE_FILTERS). The answer score, not the weighted reward: a well-formatted wrong
+    answer earns format reward but has not solved its task."""
+    return (ok & (answer_scores >= threshold)).to(torch.float32)
+
+
+def _filter(x: AdvantageInputs) -> torch.Tensor:
+    if x.ok is None or x.answer_scores is None:
+        raise ValueError("the filter advantage needs the verdicts' statuses and answer scores")
+    return filter_advantages(x.ok & x.valid, x.answer_scores.to(x.rewards.device),
+                             x.keep_threshold).to(x.rewards.device)
+
+
 # name -> f(AdvantageInputs) -> [N] advantages, one per completion (repeated on its tokens).
 OUTCOME_ADVANTAGES: dict[str, Callable[[AdvantageInputs], torch.Tensor]] = {
     "reinforce": _reinforce,
     "rloo": _rloo,
     "grpo": _grpo,
+    "filter": _filter,
 }
+SAMPLE_FILTERS = ("filter",)
+"""Estimators whose 0 means 'not a training sample': such a completion carries no loss and
+does not count in the loss normalisers (SFT on the kept set averages over the kept tokens)."""
 
 
 def outcome_advantages(name: str, inputs: AdvantageInputs) -> torch.Tensor:
@@ -225,6 +250,20 @@ def kl_estimate(name: str, logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.
     if name not in _KL:
         raise ValueError(f"unknown KL estimator {name!r}; expected one of {sorted(_KL)}")
     return _KL[name](logp, ref_logp)
+
+
+def reverse_kl(logp_all: torch.Tensor, teacher_logp_all: torch.Tensor) -> torch.Tensor:
+    """On-policy distillation's per-token loss (GKD, Agarwal et al. 2024; Thinking Machines,
+    "On-Policy Distillation", 2025): the reverse KL from the student to the teacher over the
+    whole vocabulary at each position the student sampled,
+
+        KL_t(pi_theta || pi_teacher) = sum_v pi_theta(v | s_t) (log pi_theta(v | s_t) - log pi_teacher(v | s_t))
+
+    from full-vocabulary log-probs [..., V] -> [...]. Exact (no sampling estimate), >= 0, and
+    0 exactly where the two distributions agree. Mode-seeking: the student is pushed off
+    tokens the teacher finds unlikely. The definition; trainer/distill.py computes the same
+    block by block."""
+    return (logp_all.exp() * (logp_all - teacher_logp_all)).sum(-1)
 
 
 # --- PPO: token rewards, returns, GAE --------------------------------------------------------
@@ -345,6 +384,22 @@ def gspo_token_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
     return obj, low & mask, high & mask
 
 
+def nll_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
+    """w * log pi(y_t): supervised fine-tuning's log-likelihood, each completion weighted by its
+    w >= 0 (expert iteration's 1 for kept, 0 for the rest: the NLL of the kept completions).
+    No ratio and no clip: a supervised target, so epochs over the kept set (inner_steps > 1)
+    are plain SFT epochs, not off-policy policy-gradient steps. (The same product as
+    `pg_objective`; the config tells the two apart: weights >= 0, epochs allowed.)"""
+    return pg_objective(logp, old_logp, advantages, mask, eps_low, eps_high)
+
+
+def no_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
+    """No policy-gradient term: the loss is what else is configured (pure on-policy
+    distillation: the reverse KL to the teacher)."""
+    none = torch.zeros_like(mask)
+    return torch.zeros_like(logp), none, none
+
+
 # name -> f(logp, old_logp, advantages, mask, eps_low, eps_high) -> (objective, low, high):
 # the per-token objective to maximise and where the low/high clamp was the active branch.
 POLICY_LOSSES: dict[str, Callable] = {
@@ -352,6 +407,8 @@ POLICY_LOSSES: dict[str, Callable] = {
     "clip": clip_objective,
     "gspo": gspo_objective,
     "gspo_token": gspo_token_objective,
+    "nll": nll_objective,
+    "none": no_objective,
 }
 
 

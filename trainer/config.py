@@ -28,7 +28,8 @@ class TrainConfig:
     # --- what to train on what --------------------------------------------------------------
     preset: str = "grpo"
     """Algorithm preset whose knobs the run starts from (grpo, dr_grpo, dapo, gspo, rloo,
-    reinforce, reinforce_pp, ppo); fields given beside it override single knobs."""
+    reinforce, reinforce_pp, ppo, expert_iteration, onpolicy_distill); fields given beside it
+    override single knobs."""
     strict: bool = False
     """Refuse (instead of warning about) a knob set away from its default that the chosen
     estimator ignores, e.g. gamma or critic_lr with GRPO."""
@@ -72,7 +73,9 @@ class TrainConfig:
     """Share of GPU memory vLLM may take for weights and KV cache (rollout_engine='vllm')."""
     # --- advantages -------------------------------------------------------------------------
     advantage: str = "grpo"
-    """reinforce (reward - baseline), rloo (leave-one-out), grpo (group-normalised), gae (PPO critic)."""
+    """reinforce (reward - baseline), rloo (leave-one-out), grpo (group-normalised), gae (PPO
+    critic), reinforce_pp (REINFORCE++), filter (expert iteration: 1 for a verified completion,
+    0 for the rest, which then carry no loss)."""
     scale_rewards: str = "group"
     """GRPO's advantage scale (TRL's names): 'group' divides r - mean_group by the group's std,
     'batch' by the std of the whole batch's rewards, 'none' not at all (Dr. GRPO). The old
@@ -91,7 +94,9 @@ class TrainConfig:
     # --- policy loss ------------------------------------------------------------------------
     policy_loss: str = "clip"
     """pg (A * log-prob, REINFORCE/RLOO), clip (token ratio, PPO/GRPO), gspo (sequence ratio),
-    gspo_token (sequence ratio's value, per-token advantages' gradient; GSPO paper sec. 4.3)."""
+    gspo_token (sequence ratio's value, per-token advantages' gradient; GSPO paper sec. 4.3),
+    nll (SFT's log-likelihood weighted by the filter advantage; epochs allowed), none (no
+    policy-gradient term: pure on-policy distillation)."""
     loss_aggregation: str = "seq_mean_token_mean"
     """seq_mean_token_mean (GRPO), seq_mean_token_sum (REINFORCE/RLOO), seq_mean_token_sum_norm (Dr. GRPO), token_mean (DAPO)."""
     clip_eps_low: float = 0.2
@@ -148,6 +153,18 @@ class TrainConfig:
     """Reward workers; 0 = this machine's CPUs ('process') or the Ray cluster's CPUs ('ray')."""
     ray_address: str = ""
     """Ray cluster to join with reward_backend='ray'; empty starts a local Ray instance."""
+    # --- distillation and expert iteration ------------------------------------------------
+    keep_threshold: float = 1.0
+    """Expert iteration (advantage = "filter"): a completion is kept, and trained on, when its
+    verdict is ok and its answer score (the answer reward's, not format or shaping terms)
+    is at least this."""
+    teacher: str = ""
+    """On-policy distillation: the teacher that scores the student's tokens (a model folder,
+    hub id, 'smollm2' or an rlvr run folder), loaded frozen; it must have the student's
+    tokenizer. Empty = no teacher."""
+    distill_coef: float = 1.0
+    """Weight of the token-mean reverse KL(student || teacher) over the vocabulary added to the
+    loss when a teacher is set (the onpolicy_distill preset: the whole loss)."""
     # --- optimisation -----------------------------------------------------------------------
     lr: float = 1e-6
     """AdamW learning rate of the policy."""
@@ -241,7 +258,9 @@ class TrainConfig:
             "critic_lr": self.advantage != "gae", "critic_weight": self.advantage != "gae",
             "cliprange_value": self.advantage != "gae",
             "scale_rewards": self.advantage != "grpo",
-            "clip_eps_low": self.policy_loss == "pg", "clip_eps_high": self.policy_loss == "pg",
+            "clip_eps_low": self.policy_loss in _NO_RATIO,
+            "clip_eps_high": self.policy_loss in _NO_RATIO,
+            "keep_threshold": self.advantage != "filter", "distill_coef": not self.teacher,
             "kl_estimator": not self.needs_reference, "kl_in": not self.needs_reference,
             "kl_horizon": not self.adaptive_kl,
             "max_sampling_rounds": not self.dynamic_sampling,
@@ -285,6 +304,14 @@ class TrainConfig:
             raise ValueError("rloo needs group_size >= 2 (a leave-one-out baseline needs company)")
         if self.policy_loss == "pg" and self.inner_steps != 1:
             raise ValueError("policy_loss='pg' is on-policy: set inner_steps=1 or use 'clip'")
+        if self.policy_loss == "nll" and self.advantage != "filter":
+            raise ValueError("policy_loss='nll' is supervised learning on the kept completions: "
+                             "use advantage='filter' (preset expert_iteration), or 'pg'/'clip'")
+        if self.advantage == "filter" and self.needs_reference and self.kl_in == "reward":
+            raise ValueError("advantage='filter' keeps completions by their verdict, not by a "
+                             "KL-shaped reward: set kl_in='loss' (or beta=0)")
+        if self.distill_coef < 0:
+            raise ValueError(f"distill_coef must be >= 0, got {self.distill_coef}")
         if self.dynamic_sampling and self.group_size < 2:
             raise ValueError("dynamic_sampling needs group_size >= 2")
         if self.overlong_buffer > self.max_completion_length:
@@ -367,6 +394,9 @@ def _differs(value, default) -> bool:
     return value != default
 
 
+_NO_RATIO = ("pg", "nll", "none")
+"""Policy losses without a ratio, so without its clamp."""
+
 _GRPO = dict(advantage="grpo", scale_rewards="group", policy_loss="clip",
              loss_aggregation="seq_mean_token_mean", clip_eps_low=0.2, clip_eps_high=0.2,
              beta=0.04, kl_estimator="k3", kl_in="loss", kl_target=0.0, inner_steps=1,
@@ -403,6 +433,14 @@ PRESETS: dict[str, dict] = {
     "reinforce_pp": dict(_GRPO, advantage="reinforce_pp", gamma=1.0, policy_loss="clip",
                          loss_aggregation="token_mean", beta=0.01, kl_estimator="k1",
                          kl_in="reward", whiten_advantages=True),
+    # Expert iteration / rejection-sampling fine-tuning (STaR, Zelikman et al. 2022; RFT, Yuan
+    # et al. 2023): keep the verified completions, SFT on them (token-mean NLL), no KL;
+    # inner_steps = epochs over the kept set.
+    "expert_iteration": dict(_GRPO, advantage="filter", policy_loss="nll",
+                             loss_aggregation="token_mean", beta=0.0, keep_threshold=1.0),
+    # On-policy distillation (GKD, Agarwal et al. 2024): the loss is the token-mean reverse KL
+    # to `teacher` on the student's samples, nothing else (set teacher=...).
+    "onpolicy_distill": dict(_GRPO, policy_loss="none", beta=0.0, distill_coef=1.0),
 }
 
 

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 
 import torch
 
+from .distill import log_softmax_, logprobs_and_reverse_kl
 from .hf_adapter import cache_kwarg, repeat_rows, returned_cache, select_rows
 from .packing import Packing, Piece, mask_dtype, packs
 from .prefix import SharedPrefix, cut_cache, one_pass, prompt_forward
 from .rollout import left_pad, sampled_entropy
 
 __all__ = ["MicroBatch", "pack", "plan_groups", "completion_logprobs", "completion_values",
-           "FastForward"]
+           "completion_vocab_logprobs", "completion_logprobs_and_kl", "FastForward"]
 
 
 @dataclass
@@ -165,6 +166,54 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
     return logp, entropy
 
 
+@torch.no_grad()
+def completion_vocab_logprobs(model, mb: MicroBatch, temperature: float = 1.0) -> torch.Tensor:
+    """log softmax(logits / T) over the vocabulary at every completion position, [m, C, V] in
+    the micro-batch's layout, without gradient (a teacher's): each piece's logits turned into
+    log-probs in place, block by block (trainer/distill.py), then laid out once."""
+    return torch.cat([_batch_layout(piece, log_softmax_(piece.out, temperature))
+                      for piece in _hidden_or_logits(model, mb, logits=True)], 1)
+
+
+def completion_logprobs_and_kl(model, mb: MicroBatch, teacher_logp: torch.Tensor,
+                               temperature: float = 1.0, with_entropy: bool = False):
+    """`completion_logprobs`, and from the same logits the reverse KL to the teacher's
+    log-probs [m, C, V] at each completion position [m, C] (block by block, trainer/distill.py):
+    -> (log-probs, KL, entropy or None)."""
+    parts, col = [], 0
+    for piece in _hidden_or_logits(model, mb, logits=True):
+        width = piece.out.size(1) if piece.where is None else piece.where.size(1)
+        teacher = _piece_layout(piece, teacher_logp[:, col:col + width])
+        col += width
+        parts.append([piece.place(x) for x in logprobs_and_reverse_kl(
+            piece.out, piece.targets, teacher, temperature, with_entropy)])
+    logp, kl, entropy = (torch.cat(xs, 1) if xs[0] is not None else None for xs in zip(*parts))
+    return logp, kl, entropy
+
+
+def _batch_layout(piece: Piece, x: torch.Tensor) -> torch.Tensor:
+    """A piece's per-position vectors [r, n, V] -> the micro-batch's layout [m, k, V] (zeros
+    where a row has no token): `Piece.place` with a trailing dimension."""
+    if piece.where is None:
+        return x
+    flat = x.reshape(-1, x.size(-1))
+    out = flat.new_zeros(*piece.where.shape, x.size(-1))
+    real = piece.where < flat.size(0)
+    out[real] = flat[piece.where[real]]
+    return out
+
+
+def _piece_layout(piece: Piece, x: torch.Tensor) -> torch.Tensor:
+    """The inverse of `_batch_layout`: [m, k, V] in the micro-batch's layout -> the piece's
+    [r, n, V] (zeros at packed padding positions, which `place` never reads)."""
+    if piece.where is None:
+        return x
+    r, n = piece.targets.shape
+    out = x.new_zeros(r * n + 1, x.size(-1))
+    out[piece.where.reshape(-1)] = x.reshape(-1, x.size(-1))     # padding all lands on r * n
+    return out[:-1].view(r, n, -1)
+
+
 def completion_values(critic, mb: MicroBatch) -> torch.Tensor:
     """V(s_t) for the state before each completion token [m, C]: read at the position that
     predicts token t (the same alignment as the log-probs)."""
@@ -173,8 +222,9 @@ def completion_values(critic, mb: MicroBatch) -> torch.Tensor:
 
 
 class FastForward:
-    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`) computed with
-    the speed machinery listed in this module's docstring."""
+    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`; for
+    distillation `vocab_logprobs` and `logprobs_and_kl`) computed with the speed machinery
+    listed in this module's docstring."""
 
     name = "fast"
 
@@ -212,6 +262,16 @@ class FastForward:
             with torch.no_grad():
                 _, entropy = completion_logprobs(model, mb, temperature, with_entropy=True)
         return torch.zeros(mb.mask.shape, device=mb.mask.device), entropy
+
+    def vocab_logprobs(self, model, mb: MicroBatch, temperature: float = 1.0) -> torch.Tensor:
+        """The teacher's log-probs over the vocabulary [m, C, V], no gradient."""
+        return completion_vocab_logprobs(model, mb, temperature)
+
+    def logprobs_and_kl(self, model, mb: MicroBatch, teacher_logp: torch.Tensor,
+                        temperature: float = 1.0, with_entropy: bool = False):
+        """Log-probs, reverse KL to the teacher and entropy from one forward (never silent:
+        the KL term reaches every micro-batch)."""
+        return completion_logprobs_and_kl(model, mb, teacher_logp, temperature, with_entropy)
 
     def values(self, critic, mb: MicroBatch) -> torch.Tensor:
         return completion_values(critic, mb)

@@ -5,6 +5,7 @@
         batch     <- frozen per batch: pi_ref log-probs, critic values, advantages (once!)
         for k in 1..mu:                       # pi_old and the advantages stay frozen
             loss  <- -objective(pi/pi_old, A) + beta*KL  aggregated per the preset
+                     (+ distill_coef * reverse KL to a teacher: on-policy distillation)
             theta <- AdamW step (gradient accumulated over micro-batches, norm-clipped)
         theta_old <- theta                    # the next rollout samples from the new policy
         beta      <- KL controller(observed KL)
@@ -39,6 +40,7 @@ from .allocator import heap_reuse, release_freed_memory
 from .checkpoint import (fresh_run_folder, latest_checkpoint, read_state, restore_trainer_state,
                          seed_everything, write_checkpoint)
 from .config import TrainConfig, load_config
+from .distill import load_teacher
 from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
 from .episodes import episode_engine, episode_metrics, episode_sample, overlong_lengths
@@ -77,6 +79,7 @@ class Trainer:
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
+        self.teacher = self._load_teacher()
         self.dist.broadcast_parameters([self.policy])
         self.critic = ValueModel(cfg.model).to(self.device).eval() if cfg.advantage == "gae" else None
         if self.critic is not None:
@@ -104,7 +107,7 @@ class Trainer:
             self._load_checkpoint(checkpoint)
         self.learner = PolicyUpdate(cfg, self.policy, self.ref, self.critic, self.optimizer,
                                     self.scheduler, self.kl_ctl, self.baseline, self.forward,
-                                    self.dist, self.device, self.precision)
+                                    self.dist, self.device, self.precision, teacher=self.teacher)
         self.engine = episode_engine(make_engine(cfg.rollout_engine, self.policy, self.tokenizer,
                                                  cfg, share_prefix=self.share_prefix),
                                      self.env, self.tokenizer)
@@ -122,6 +125,18 @@ class Trainer:
                           "plain generate (same results, slower)", stacklevel=3)
         self.share_prefix = False      # the sampler's shared prefix is the same internals
         return ReferenceForward(pad, self.device)
+
+    def _load_teacher(self):
+        """On-policy distillation's frozen teacher (trainer/distill.py), or None without one;
+        a loss with no term but the teacher's is refused without a teacher."""
+        cfg = self.cfg
+        if not cfg.teacher:
+            if cfg.policy_loss == "none":
+                raise ValueError(f"preset {cfg.preset!r} (policy_loss='none') trains on the "
+                                 "teacher's reverse KL alone: set teacher=MODEL (a folder, hub "
+                                 "id, 'smollm2' or a run folder with the student's tokenizer)")
+            return None
+        return load_teacher(cfg.teacher, self.tokenizer, self.policy, self.device)
 
     def _build_policy(self, checkpoint: Path | None):
         """The policy (float32 master weights; LoRA adapters when lora_rank > 0) and the frozen

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .algorithms import reverse_kl
 from .rollout import left_pad
 
 __all__ = ["Sequences", "ReferenceForward"]
@@ -51,7 +52,8 @@ class Sequences:
 
 
 class ReferenceForward:
-    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`), plainly."""
+    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`; for
+    distillation `vocab_logprobs` and `logprobs_and_kl`), plainly."""
 
     name = "reference"
 
@@ -69,15 +71,23 @@ class ReferenceForward:
         """log pi(y_t | x, y_<t) [m, C] with the logits divided by the sampling temperature
         (the policy optimised is the distribution the completions were drawn from), and the
         entropy of that distribution at each position (no gradient)."""
+        return _at_targets(self.vocab_logprobs(model, mb, temperature), mb, with_entropy)
+
+    def vocab_logprobs(self, model, mb: Sequences, temperature: float = 1.0) -> torch.Tensor:
+        """log softmax(logits / T) over the whole vocabulary at every position that predicts a
+        completion token [m, C, V] (the distribution token t was drawn from)."""
         logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
                        position_ids=mb.position_ids).logits
         P, C = mb.prompt_len, mb.targets.size(1)
-        logp_all = torch.log_softmax(logits[:, P - 1:P - 1 + C].float() / temperature, dim=-1)
-        logp = logp_all.gather(-1, mb.targets.unsqueeze(-1)).squeeze(-1)
-        entropy = None
-        if with_entropy:
-            entropy = -(logp_all.exp() * logp_all).sum(-1).detach()
-        return logp, entropy
+        return torch.log_softmax(logits[:, P - 1:P - 1 + C].float() / temperature, dim=-1)
+
+    def logprobs_and_kl(self, model, mb: Sequences, teacher_logp: torch.Tensor,
+                        temperature: float = 1.0, with_entropy: bool = False):
+        """`logprobs` and, from the same forward, the reverse KL to the teacher's log-probs
+        `teacher_logp` [m, C, V] (`vocab_logprobs` of the teacher) at each position [m, C]."""
+        logp_all = self.vocab_logprobs(model, mb, temperature)
+        logp, entropy = _at_targets(logp_all, mb, with_entropy)
+        return logp, reverse_kl(logp_all, teacher_logp), entropy
 
     def values(self, critic, mb: Sequences) -> torch.Tensor:
         """V(s_t) [m, C]: the critic's value of the state before completion token t."""
@@ -89,3 +99,11 @@ class ReferenceForward:
     def pass_over(self, micro: list[Sequences]):
         """A pass over the micro-batches: nothing is shared between them."""
         return contextlib.nullcontext()
+
+
+def _at_targets(logp_all: torch.Tensor, mb: Sequences, with_entropy: bool):
+    """Full-vocabulary log-probs [m, C, V] -> those of the sampled tokens [m, C] and, if asked,
+    the entropy at each position (no gradient)."""
+    logp = logp_all.gather(-1, mb.targets.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1).detach() if with_entropy else None
+    return logp, entropy

@@ -16,7 +16,16 @@ computed in this order, each step one block below:
 The presets are rows of algorithms.py's tables: Dr. GRPO (Liu et al. 2025) drops the std
 division and the 1/|o_i| length normaliser; DAPO (Yu et al. 2025) clips asymmetrically
 (eps_high > eps_low) and averages over all tokens of the batch; GSPO (Zheng et al. 2025) uses a
-sequence-level ratio; PPO (Schulman et al. 2017) adds a critic and a value loss.
+sequence-level ratio; PPO (Schulman et al. 2017) adds a critic and a value loss. Expert
+iteration (STaR, Zelikman et al. 2022; RFT, Yuan et al. 2023) is a 0/1 filter as the advantage
+and the NLL as the objective: SFT on the verified completions.
+
+On-policy distillation (GKD, Agarwal et al. 2024) adds one term: with a teacher, the loss is
+
+    -J(theta) + distill_coef * 1/sum_i |o_i| sum_i sum_t KL(pi_theta(. | q, o_i,<t) || pi_teacher(. | q, o_i,<t))
+
+the reverse KL over the vocabulary at every position the student sampled (pure distillation:
+policy_loss = "none", no J at all).
 
 The log-probs come from a *forward* (`forward.logprobs`): the reference one (trainer/reference.py)
 computes them by their definition; the fast one (trainer/fast.py) equals it and is what runs by
@@ -57,8 +66,9 @@ class PolicyUpdate:
     """`prepare(rollout) -> Batch`, then `step(batch, first)` mu times."""
 
     def __init__(self, cfg, policy, ref, critic, optimizer, scheduler, kl_ctl, baseline,
-                 forward, dist, device, precision):
+                 forward, dist, device, precision, teacher=None):
         self.cfg, self.policy, self.ref, self.critic = cfg, policy, ref, critic
+        self.teacher = teacher          # on-policy distillation's frozen teacher, or None
         self.optimizer, self.scheduler, self.kl_ctl, self.baseline = (optimizer, scheduler,
                                                                       kl_ctl, baseline)
         self.forward, self.dist, self.device, self.precision = forward, dist, device, precision
@@ -71,9 +81,10 @@ class PolicyUpdate:
         # Outcome advantages need only the rewards, unless the KL goes into them (then below).
         adv = (self.outcome_advantages(rollout) if cfg.advantage not in alg.TOKEN_ADVANTAGES
                and not kl_in_reward else None)
-        # With no KL term and no critic the loss is A * (...): a zero A means a zero gradient,
-        # which a forward may use to skip work.
-        zero_adv_is_zero_grad = adv is not None and self.ref is None and self.critic is None
+        # With no KL term, no critic and no teacher the loss is A * (...): a zero A means a zero
+        # gradient, which a forward may use to skip work.
+        zero_adv_is_zero_grad = (adv is not None and self.ref is None and self.critic is None
+                                 and self.teacher is None)
         micro = fwd.micro_batches(rollout, cfg.micro_batch_size,
                                   adv if zero_adv_is_zero_grad else None)
         valid = rollout.valid.to(self.device)
@@ -81,6 +92,8 @@ class PolicyUpdate:
         if cfg.mask_truncated_completions:     # DAPO's overlong filtering
             cut = torch.tensor([c.finish_reason == "length" for c in rollout.completions])
             trains = valid & ~cut.to(self.device)
+        if cfg.advantage in alg.SAMPLE_FILTERS:    # expert iteration: only the kept ones train
+            trains = trains & (adv > 0)
         own = [policy_tokens(rollout, mb) for mb in micro]    # environment tokens: never trained
         loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
         with self.precision(), fwd.pass_over(micro):
@@ -99,6 +112,8 @@ class PolicyUpdate:
                 adv = self.outcome_advantages(rollout, self._kl_per_sequence(batch, kl_tok))
             batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro]
             batch.stats.update(self._advantage_stats(adv[valid]))
+        if cfg.advantage in alg.SAMPLE_FILTERS:
+            batch.stats["samples/kept_frac"] = n_seqs / max(self.dist.sum([len(rollout)])[0], 1)
         # rows the forward left without a gradient (the fast forward's silent groups)
         silent = sum(len(mb.rows) for mb in micro if getattr(mb, "silent", False))
         batch.stats["update/silent_group_frac"] = silent / max(len(rollout), 1)
@@ -115,7 +130,9 @@ class PolicyUpdate:
         return alg.outcome_advantages(cfg.advantage, alg.AdvantageInputs(
             rewards, r.valid.to(self.device), r.group_size, cfg.scale_rewards,
             baseline=self.baseline if cfg.baseline == "moving_average" else None,
-            global_sum=self.dist.sum))
+            global_sum=self.dist.sum, ok=torch.tensor([v.ok for v in r.verdicts]),
+            answer_scores=torch.tensor([_answer_score(v) for v in r.verdicts]),
+            keep_threshold=cfg.keep_threshold))
 
     def _kl_per_sequence(self, batch: Batch, kl_tok: list) -> torch.Tensor:
         kl_seq = torch.zeros(len(batch.rollout), device=self.device)
@@ -191,9 +208,10 @@ class PolicyUpdate:
 
     def micro_loss(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> torch.Tensor:
         """-J(theta) on micro-batch i: -min(r A, clip(r) A) + beta*KL per token, aggregated per
-        the preset and normalised by the whole batch's counts (plus PPO's value loss)."""
+        the preset and normalised by the whole batch's counts (plus PPO's value loss, and with
+        a teacher distill_coef times the token-mean reverse KL to it)."""
         cfg, mb, mask = self.cfg, batch.micro[i], batch.loss_mask[i]
-        logp, entropy = self.forward.logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
+        logp, distill_kl, entropy = self.student_logprobs(mb, first)
         if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
             batch.old_logp[i] = logp.detach()
         obj, low, high = alg.policy_objective(cfg.policy_loss, logp, batch.old_logp[i],
@@ -210,6 +228,12 @@ class PolicyUpdate:
                     max_len=cfg.max_completion_length)
         policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
         loss = policy_loss
+        if distill_kl is not None:      # on-policy distillation: + coef * token-mean reverse KL
+            distill = alg.aggregate_loss(distill_kl, mask, "token_mean", **norm)
+            loss = loss + cfg.distill_coef * distill
+            acc.add("loss/distill", cfg.distill_coef * distill.item())
+            if first:                   # at theta_old, the policy that sampled
+                acc.add("kl/teacher", distill.item())
         if self.critic is not None:
             values = self.forward.values(self.critic, mb)
             per_tok_v = alg.value_loss(values, batch.returns[i], mask, batch.old_values[i],
@@ -221,3 +245,23 @@ class PolicyUpdate:
         acc.add("loss/policy", policy_loss.item())
         acc.tokens(mask, low, high, entropy)
         return loss
+
+    def student_logprobs(self, mb, first: bool):
+        """log pi_theta of the sampled tokens [m, C], with a teacher the reverse KL to it at each
+        position [m, C] (else None), and at inner step 1 the entropy."""
+        cfg, fwd = self.cfg, self.forward
+        if self.teacher is None:
+            logp, entropy = fwd.logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
+            return logp, None, entropy
+        with torch.no_grad():      # the teacher scores the student's tokens, frozen
+            teacher_logp = fwd.vocab_logprobs(self.teacher, mb, cfg.temperature)
+        return fwd.logprobs_and_kl(self.policy, mb, teacher_logp, cfg.temperature,
+                                   with_entropy=first)
+
+
+def _answer_score(verdict) -> float:
+    """The score of the verdict's answer reward (its total for a single reward): what says a
+    task is solved, as `Verdict.solved` reads it."""
+    score = verdict.components.get(verdict.primary, verdict.score) if verdict.primary \
+        else verdict.score
+    return float(score) if score is not None else float("-inf")
