@@ -159,6 +159,7 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
         rollout.completion_ids[i] = e.token_ids
         rollout.completions[i] = e
     rollout.token_entropy = None        # measured on turn 1 only: the update measures episodes
+    rollout.sampler_logp = None         # turn 1 only: episodes are not corrected (rollout_server.md)
     return rollout
 
 
