@@ -54,6 +54,10 @@ SLOW = (
     "test_eval_endpoint.py::test_persistent_errors_and_timeouts_fail_the_task_not_the_answer",
     "test_wandb_sink.py::test_rlvr_train_reports_to_wandb_with_the_same_names",
     "test_math_verifier.py::test_timeout_from_asyncio",
+    # training runs through the local completions server (tests/server_for_tests.py)
+    "test_server_rollouts.py::test_training_through_the_server_syncs_and_measures_the_staleness",
+    "test_server_rollouts.py::test_a_server_failing_mid_run_refuses_the_step_and_the_run_resumes",
+    "test_server_rollouts.py::test_a_transient_server_error_is_retried",
     # `rlvr audit` on the environments whose attacks run programs or stall the math reader
     *(f"test_audit.py::test_builtin_environment_audit[{env}]" for env in (
         "code", "code (docker)", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",

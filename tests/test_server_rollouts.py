@@ -224,3 +224,35 @@ def test_bad_server_settings_are_refused(tiny_model, tmp_path):
     with pytest.raises(ServerError, match="cannot reach"):
         ServerEngine(server_config(tiny_model, tmp_path / "r", "http://127.0.0.1:9/v1",
                                    server_retries=0), policy, tok)
+
+
+def test_the_update_multiplies_each_tokens_loss_by_its_truncated_weight(tiny_model, tmp_path):
+    """A sampler that gave every token half the trainer's probability: every ratio is 2, above
+    C = 1.5, so every weight is 1.5 and the policy gradient at inner step 1 (ratio to pi_old = 1,
+    nothing clipped, no KL) is exactly 1.5 times the uncorrected one."""
+    from rlvr.trainer.metrics import UpdateStats
+    cfg = TrainConfig(**{**TINY, "model": tiny_model, "output_dir": str(tmp_path / "run"),
+                         "steps": 1, "importance_threshold": 1.5})
+    trainer = Trainer(cfg)
+    trainer.env.reward = TextSum()
+    rollout, _ = trainer.collect()
+    assert rollout.sampler_logp is None                # the HF engine is the policy itself
+    plain = trainer.prepare(rollout)
+    assert not plain.is_weights and not any(k.startswith("mismatch/") for k in plain.stats)
+    rollout.sampler_logp = []
+    for p, c in zip(rollout.prompt_ids, rollout.completion_ids):
+        with torch.no_grad():
+            logits = trainer.policy(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1:-1]
+        logp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(c)[:, None]).squeeze(-1)
+        rollout.sampler_logp.append((logp - math.log(2)).tolist())
+    corrected = trainer.prepare(rollout)
+    assert corrected.stats["mismatch/kl_k1"] == pytest.approx(-math.log(2), abs=1e-5)
+    assert corrected.stats["mismatch/ratio_p50"] == pytest.approx(2.0, abs=1e-4)
+    assert corrected.stats["mismatch/truncated_frac"] == 1.0
+    grads = []
+    for batch in (plain, corrected):
+        trainer.policy.zero_grad()
+        trainer.learner.micro_loss(batch, 0, True, UpdateStats()).backward()
+        grads.append(torch.cat([p.grad.flatten() for p in trainer.policy.parameters()]))
+    assert grads[0].abs().sum() > 0
+    assert torch.allclose(grads[1], 1.5 * grads[0], rtol=1e-4, atol=1e-8)
