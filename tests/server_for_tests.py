@@ -22,16 +22,11 @@ from pathlib import Path
 import torch
 
 
-class CompletionServer:
-    """`with CompletionServer(model_dir) as srv: srv.url` (http://127.0.0.1:PORT/v1)."""
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 that a test runs with `with`: a subclass builds its
+    request handler class in `_handler()` and calls `_serve()` at the end of its __init__."""
 
-    def __init__(self, model_dir: str | Path, name: str = "tiny"):
-        self.model_dir, self.name = Path(model_dir), name
-        self.fail_next, self.stall_s = 0, 0.0
-        self.requests: list[dict] = []
-        self.reloads: list[str] = []
-        self.lock = threading.Lock()
-        self._load(self.model_dir)
+    def _serve(self) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -46,6 +41,37 @@ class CompletionServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """Quiet request handler that answers JSON (`_send`)."""
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, payload):
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass                        # the client gave up (its timeout): expected
+
+
+class CompletionServer(LocalServer):
+    """`with CompletionServer(model_dir) as srv: srv.url` (http://127.0.0.1:PORT/v1)."""
+
+    def __init__(self, model_dir: str | Path, name: str = "tiny"):
+        self.model_dir, self.name = Path(model_dir), name
+        self.fail_next, self.stall_s = 0, 0.0
+        self.requests: list[dict] = []
+        self.reloads: list[str] = []
+        self.lock = threading.Lock()
+        self._load(self.model_dir)
+        self._serve()
 
     def _load(self, path: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -107,10 +133,7 @@ class CompletionServer:
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JSONHandler):
             def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":
                     return self._send(200, {"object": "list", "data": [
@@ -147,15 +170,4 @@ class CompletionServer:
                                  "model": body.get("model"), "choices": choices,
                                  "usage": {"prompt_tokens": len(body["prompt"]),
                                            "completion_tokens": 0, "total_tokens": 0}})
-
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass                        # the client gave up (its timeout): expected
         return Handler
