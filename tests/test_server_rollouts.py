@@ -256,3 +256,13 @@ def test_the_update_multiplies_each_tokens_loss_by_its_truncated_weight(tiny_mod
         grads.append(torch.cat([p.grad.flatten() for p in trainer.policy.parameters()]))
     assert grads[0].abs().sum() > 0
     assert torch.allclose(grads[1], 1.5 * grads[0], rtol=1e-4, atol=1e-8)
+
+
+def test_rlvr_train_reports_an_unreachable_server_in_one_line(tiny_model, tmp_path, capsys):
+    from rlvr.cli import main
+    rc = main(["train", f"model={tiny_model}", f"output_dir={tmp_path / 'run'}", "steps=1",
+               "rollout_engine=server", "server_url=http://127.0.0.1:9/v1", "server_retries=0",
+               "progress=false"])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert rc == 1 and len(err) == 1
+    assert "cannot reach http://127.0.0.1:9/v1" in err[0] and "server_url" in err[0]

@@ -85,7 +85,8 @@ class TrainConfig:
     """Folder, readable by the server, where the policy is written (safetensors and config, a
     transformers folder) before each sync; empty = output_dir/server_weights."""
     sync_every: int = 1
-    """Push the policy to the server every N steps; samples are up to N - 1 updates stale."""
+    """rollout_engine='server': push the policy to the server every N steps; samples are then
+    up to N - 1 updates stale (and corrected, see importance_correction)."""
     server_concurrency: int = 8
     """Requests in flight at once (one per prompt)."""
     server_timeout_s: float = 300.0
@@ -94,9 +95,10 @@ class TrainConfig:
     """Retries per request after the first attempt; then the step is refused with an error and
     the run resumes from its last checkpoint."""
     importance_correction: str = "token"
-    """Stale-sample correction of server samples (truncated importance sampling, Yao et al.
-    2025): 'token' (weight min(pi_old/pi_server, C) per token), 'sequence' (one weight per
-    completion, the product of its ratios, truncated) or 'none'."""
+    """Correction of samples drawn by a server's copy of the policy (truncated importance
+    sampling, Yao et al. 2025): 'token' (weight min(pi_old/pi_server, C) per token),
+    'sequence' (one weight per completion, the product of its ratios, truncated) or 'none'.
+    The mismatch is logged as mismatch/* either way."""
     importance_threshold: float = 2.0
     """C: importance weights above it are truncated to it."""
     # --- advantages -------------------------------------------------------------------------
