@@ -221,6 +221,9 @@ def test_bad_server_settings_are_refused(tiny_model, tmp_path):
     with pytest.raises(ValueError, match="server_sync"):
         ServerEngine(server_config(tiny_model, tmp_path / "r", "http://x/v1", server_sync="ray"),
                      policy, tok)
+    with pytest.raises(ValueError, match="importance_correction"):
+        ServerEngine(server_config(tiny_model, tmp_path / "r", "http://x/v1",
+                                   importance_correction="tokens"), policy, tok)
     with pytest.raises(ServerError, match="cannot reach"):
         ServerEngine(server_config(tiny_model, tmp_path / "r", "http://127.0.0.1:9/v1",
                                    server_retries=0), policy, tok)

@@ -28,6 +28,7 @@ from pathlib import Path
 from rlvr.core import Completion
 from rlvr.usage import require_extra
 
+from .importance import LEVELS
 from .rollout import Rollout, encode_prompt, eos_ids
 
 __all__ = ["ServerEngine", "ServerError", "SYNC_STRATEGIES", "SGLangSync", "VLLMSync", "NoSync"]
@@ -48,7 +49,8 @@ def _post(url: str, body: dict, timeout: float) -> dict:
         raise ServerError(f"{url}: {type(exc).__name__} ({exc}); is the server up and "
                           "server_timeout_s long enough for a reload?") from exc
     if r.status_code >= 400:
-        raise ServerError(f"{url} answered {r.status_code}: {r.text[:300]}")
+        raise ServerError(f"{url} answered {r.status_code}: {' '.join(r.text[:300].split())}; "
+                          "the weights were not synced (resume the run from its last checkpoint)")
     return r.json() if r.content and "json" in r.headers.get("content-type", "") else {}
 
 
@@ -109,23 +111,31 @@ def _barrier() -> None:
         dist.barrier()
 
 
+def _check_settings(cfg) -> None:
+    """Refuse server settings that cannot work, naming the fix (ValueError: exit 2 in the CLI)."""
+    if not cfg.server_url:
+        raise ValueError("rollout_engine='server' needs server_url, e.g. "
+                         "server_url=http://localhost:8000/v1")
+    if cfg.server_sync not in SYNC_STRATEGIES:
+        raise ValueError(f"server_sync={cfg.server_sync!r}; choose from "
+                         f"{', '.join(SYNC_STRATEGIES)}")
+    if cfg.importance_correction not in LEVELS:
+        raise ValueError(f"importance_correction={cfg.importance_correction!r}; choose from "
+                         f"{', '.join(LEVELS)}")
+    if cfg.sync_every < 1 or cfg.server_concurrency < 1 or cfg.server_retries < 0 \
+            or cfg.server_timeout_s <= 0 or cfg.importance_threshold <= 0:
+        raise ValueError("need sync_every >= 1, server_concurrency >= 1, server_retries >= 0, "
+                         "server_timeout_s > 0 and importance_threshold > 0")
+    if cfg.lora_rank:
+        raise ValueError("LoRA with rollout_engine='server' is not supported: the server "
+                         "reloads whole models; use full fine-tuning or rollout_engine='hf'")
+
+
 class ServerEngine:
     """The rollout-engine interface (trainer/engines.py) over an OpenAI-compatible server."""
 
     def __init__(self, cfg, policy, tokenizer):
-        if not cfg.server_url:
-            raise ValueError("rollout_engine='server' needs server_url, e.g. "
-                             "server_url=http://localhost:8000/v1")
-        if cfg.server_sync not in SYNC_STRATEGIES:
-            raise ValueError(f"server_sync={cfg.server_sync!r}; choose from "
-                             f"{', '.join(SYNC_STRATEGIES)}")
-        if cfg.sync_every < 1 or cfg.server_concurrency < 1 or cfg.server_retries < 0 \
-                or cfg.server_timeout_s <= 0 or cfg.importance_threshold <= 0:
-            raise ValueError("need sync_every >= 1, server_concurrency >= 1, server_retries >= 0, "
-                             "server_timeout_s > 0 and importance_threshold > 0")
-        if cfg.lora_rank:
-            raise ValueError("LoRA with rollout_engine='server' is not supported: the server "
-                             "reloads whole models; use full fine-tuning or rollout_engine='hf'")
+        _check_settings(cfg)
         openai = require_extra("openai", "openai", "rollout_engine='server'")
         self.cfg, self.policy, self.tokenizer = cfg, policy, tokenizer
         self.url = cfg.server_url.rstrip("/")
@@ -165,9 +175,12 @@ class ServerEngine:
                               f"({exc.__cause__ or exc}): is the server running at server_url?"
                               ) from exc
         except openai.APIStatusError as exc:
-            raise ServerError(f"{self.url} answered {exc.status_code} after "
-                              f"{self.cfg.server_retries} retries: {exc.message}; this step was "
-                              "not trained (resume the run from its last checkpoint)") from exc
+            code = exc.status_code
+            retried = code in (408, 409, 429) or code >= 500    # the client's retried answers
+            after = f" after {self.cfg.server_retries} retries" if retried else ""
+            raise ServerError(f"{self.url} answered {code}{after}: {' '.join(exc.message.split())}"
+                              "; this step was not trained (resume the run from its last "
+                              "checkpoint)") from exc
 
     # --- sampling ----------------------------------------------------------------------------
     def _request(self, prompt: list[int], n: int, max_new: int, temperature: float,
