@@ -9,7 +9,8 @@ APIs: SGLang's `POST /update_weights_from_disk {"model_path"}` and vLLM's dev-mo
 /reset_prefix_cache`.
 
 Switches a test sets: `fail_next` (answer the next N completion requests with a 500),
-`stall_s` (sleep before answering each completion request).
+`stall_s` (sleep before answering each completion request), `token_ids = False` (ignore
+`return_token_ids`, as vLLM before 0.10.2 does: ids only as `"token_id:N"` logprob tokens).
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ class CompletionServer(LocalServer):
 
     def __init__(self, model_dir: str | Path, name: str = "tiny"):
         self.model_dir, self.name = Path(model_dir), name
-        self.fail_next, self.stall_s = 0, 0.0
+        self.fail_next, self.stall_s, self.token_ids = 0, 0.0, True
         self.requests: list[dict] = []
         self.reloads: list[str] = []
         self.lock = threading.Lock()
@@ -126,7 +127,7 @@ class CompletionServer(LocalServer):
                                "top_logprobs": [None] * len(tokens),
                                "tokens": [f"token_id:{t}" if as_ids else
                                           self.tokenizer.decode([t]) for t in tokens]}}
-        if body.get("return_token_ids"):
+        if body.get("return_token_ids") and self.token_ids:
             choice["token_ids"] = tokens
         return choice
 

@@ -188,6 +188,20 @@ def test_a_stalled_server_times_out_with_one_clear_line(tiny_model, tmp_path):
     assert srv.url in msg and "server_timeout_s=0.3" in msg and "\n" not in msg
 
 
+def test_token_ids_are_read_from_older_vllm_logprob_tokens(tiny_model, tmp_path):
+    import rlvr.envs.arithmetic  # noqa: F401
+    import rlvr
+    task = next(rlvr.load_env("arithmetic", **TINY["env_kwargs"]).tasks("train", 0))
+    policy, tok = load_policy(tiny_model, "float32", "cpu"), load_tokenizer(tiny_model)
+    with CompletionServer(tiny_model) as srv:
+        engine = ServerEngine(server_config(tiny_model, tmp_path / "r", srv.url), policy, tok)
+        new = engine.generate([task], 2, 6, seeds=[5])
+        srv.token_ids = False                       # only "token_id:N" in logprobs.tokens
+        old = engine.generate([task], 2, 6, seeds=[5])
+    assert old.completion_ids == new.completion_ids and old.sampler_logp == new.sampler_logp
+    assert all(len(c) == len(lp) for c, lp in zip(old.completion_ids, old.sampler_logp))
+
+
 def test_vllm_sync_reloads_the_folder_the_server_serves(tiny_model, tmp_path):
     import shutil
     served = tmp_path / "served"
