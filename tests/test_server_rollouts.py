@@ -266,13 +266,17 @@ def test_the_update_multiplies_each_tokens_loss_by_its_truncated_weight(tiny_mod
     assert corrected.stats["mismatch/kl_k1"] == pytest.approx(-math.log(2), abs=1e-5)
     assert corrected.stats["mismatch/ratio_p50"] == pytest.approx(2.0, abs=1e-4)
     assert corrected.stats["mismatch/truncated_frac"] == 1.0
+    trainer.cfg.importance_correction = "none"          # measured, not reweighted
+    measured = trainer.prepare(rollout)
+    assert measured.stats["mismatch/ratio_p50"] == pytest.approx(2.0, abs=1e-4)
     grads = []
-    for batch in (plain, corrected):
+    for batch in (plain, corrected, measured):
         trainer.policy.zero_grad()
         trainer.learner.micro_loss(batch, 0, True, UpdateStats()).backward()
         grads.append(torch.cat([p.grad.flatten() for p in trainer.policy.parameters()]))
     assert grads[0].abs().sum() > 0
     assert torch.allclose(grads[1], 1.5 * grads[0], rtol=1e-4, atol=1e-8)
+    assert torch.allclose(grads[2], grads[0], rtol=1e-5, atol=1e-9)
 
 
 def test_rlvr_train_reports_an_unreachable_server_in_one_line(tiny_model, tmp_path, capsys):

@@ -85,17 +85,19 @@ def sampler_logprobs(rollout, mb) -> torch.Tensor:
     return out.to(mb.mask.device)
 
 
-def applies(rollout, cfg) -> bool:
-    """Whether the update reweights this rollout: its sampler reported log-probs
-    (`Rollout.sampler_logp`) and the config asks for a correction."""
-    return rollout.sampler_logp is not None and cfg.importance_correction != "none"
+def applies(rollout) -> bool:
+    """Whether the update weighs and measures this rollout: its sampler reported log-probs
+    (`Rollout.sampler_logp`). With importance_correction = "none" every weight is 1 and the
+    mismatch is still logged."""
+    return rollout.sampler_logp is not None
 
 
 def correct(batch, old_logp: list, cfg, gather=None) -> dict:
     """The update's hook: sets `batch.is_weights` (one [m, C] tensor per micro-batch) and returns
-    the `mismatch/*` metrics of the whole batch (of its micro-batches the forward computed:
-    groups without signal it skips carry no gradient, so no weight matters there). `old_logp`: the trainer's pi_old log-probs per
-    micro-batch; `gather`: the ranks' gather (metrics over the global batch under torchrun)."""
+    the `mismatch/*` metrics of the whole batch, over the micro-batches the forward computed
+    (groups without signal it skips carry no gradient, so no weight matters there).
+    `old_logp`: the trainer's pi_old log-probs per micro-batch; `gather`: the ranks' gather
+    (metrics over the global batch under torchrun)."""
     level, threshold = cfg.importance_correction, cfg.importance_threshold
     weights, parts = [], []
     for mb, old, mask in zip(batch.micro, old_logp, batch.loss_mask):
@@ -109,6 +111,8 @@ def correct(batch, old_logp: list, cfg, gather=None) -> dict:
     batch.is_weights = weights
     if gather is not None:
         parts = [p for rank in gather(parts) for p in rank]
+    if not parts:                             # every group skipped: nothing measured
+        return {}
     width = max((len(o) for o, _ in parts), default=0)
     old_t, samp_t = torch.zeros(len(parts), width), torch.zeros(len(parts), width)
     mask_t = torch.zeros(len(parts), width, dtype=torch.bool)

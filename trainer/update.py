@@ -87,7 +87,7 @@ class PolicyUpdate:
         loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
         with self.precision(), fwd.pass_over(micro):
             ref = [fwd.logprobs(self.ref, mb, T)[0] if self.ref else None for mb in micro]
-        corrected = importance.applies(rollout, cfg)     # samples from another engine's copy
+        corrected = importance.applies(rollout)     # samples from another engine's copy
         with self.precision(), fwd.pass_over(micro):
             old = [fwd.logprobs(self.policy, mb, T)[0] if kl_in_reward or corrected else None
                    for mb in micro]
