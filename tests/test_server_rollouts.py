@@ -19,6 +19,7 @@ from rlvr.trainer.models import load_policy, load_tokenizer
 from rlvr.trainer.server_engine import ServerEngine, ServerError
 
 from server_for_tests import CompletionServer
+from test_multiturn import pool  # noqa: F401  (a worker pool fixture for tool episodes)
 
 pytest.importorskip("openai")
 
@@ -287,3 +288,38 @@ def test_rlvr_train_reports_an_unreachable_server_in_one_line(tiny_model, tmp_pa
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert rc == 1 and len(err) == 1
     assert "cannot reach http://127.0.0.1:9/v1" in err[0] and "server_url" in err[0]
+
+
+def test_episodes_carry_the_servers_log_probs_of_every_policy_turn(tiny_model, pool):
+    """A two-turn tool episode: turn 1's log-probs from the rollout, turn 2's from what
+    generate_ids returned (`SampledIds.logprobs`), 0 on the environment's tokens; an engine
+    whose later turns carry none leaves the episodes uncorrected (None)."""
+    from test_multiturn import ScriptedEngine, calc_env, calc_script
+    from rlvr.trainer.episodes import run_episodes
+    from rlvr.trainer.server_engine import SampledIds
+    tok = load_tokenizer(tiny_model)
+
+    class Reporting(ScriptedEngine):             # a server: every token's log-prob is -(id/1000)
+        def generate(self, *args, **kw):
+            r = super().generate(*args, **kw)
+            r.sampler_logp = [[-t / 1000 for t in ids] for ids in r.completion_ids]
+            return r
+
+        def generate_ids(self, contexts, max_new, **kw):
+            out = [SampledIds(ids) for ids in super().generate_ids(contexts, max_new, **kw)]
+            for ids in out:
+                ids.logprobs = [-t / 1000 for t in ids]
+            return out
+
+    env = calc_env(pool)
+    r = run_episodes(Reporting(tok, calc_script), env, tok, env.sample(1), 2, 200)
+    for ids, e, lp in zip(r.completion_ids, r.completions, r.sampler_logp):
+        assert e.turns == 2 and len(lp) == len(ids) == len(e.token_mask)
+        assert lp == [-t / 1000 if own else 0.0 for t, own in zip(ids, e.token_mask)]
+
+    class FirstTurnOnly(Reporting):              # later turns come back as plain ids
+        def generate_ids(self, contexts, max_new, **kw):
+            return ScriptedEngine.generate_ids(self, contexts, max_new, **kw)
+
+    for engine in (FirstTurnOnly(tok, calc_script), ScriptedEngine(tok, calc_script)):
+        assert run_episodes(engine, env, tok, env.sample(1), 2, 200).sampler_logp is None
