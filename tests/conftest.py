@@ -66,6 +66,10 @@ SLOW = (
     "test_onpolicy_distill.py::test_onpolicy_distill_trains_through_the_cli",
     "test_onpolicy_distill.py::test_the_update_gradient_is_the_hand_computed_reverse_kl[reference]",
     "test_onpolicy_distill.py::test_student_equal_to_teacher_has_exactly_zero_loss_and_gradient[reference]",
+    # training runs through the local completions server (tests/server_for_tests.py)
+    "test_server_rollouts.py::test_training_through_the_server_syncs_and_measures_the_staleness",
+    "test_server_rollouts.py::test_a_server_failing_mid_run_refuses_the_step_and_the_run_resumes",
+    "test_server_rollouts.py::test_a_transient_server_error_is_retried",
     # `rlvr audit` on the environments whose attacks run programs or stall the math reader
     *(f"test_audit.py::test_builtin_environment_audit[{env}]" for env in (
         "code", "code (docker)", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",

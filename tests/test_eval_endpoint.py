@@ -9,11 +9,11 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 import rlvr
+from server_for_tests import JSONHandler, LocalServer
 
 pytest.importorskip("openai")
 
@@ -23,35 +23,19 @@ from rlvr.trainer.evaluation.evaluate import EvalConfig, distinct_tasks, run_eva
 ENV = {"n_terms": 2, "max_value": 9, "ops": "+"}
 
 
-class FakeServer:
+class FakeServer(LocalServer):
     """A tiny OpenAI-compatible server. Each task's answer is right for samples whose index is
     below `right` (so the correct counts are known), and the reply depends on the seed sent."""
 
     def __init__(self, right: int = 2):
         self.right, self.requests, self.lock = right, [], threading.Lock()
         self.fail_first, self.fail_always, self.slow = set(), set(), set()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve()
 
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 question = body["messages"][-1]["content"]
@@ -76,17 +60,6 @@ class FakeServer:
                                  "model": body["model"], "choices": choices,
                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                            "total_tokens": 2}})
-
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                try:
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass                        # the client gave up (its timeout): expected
         return Handler
 
 

@@ -67,10 +67,41 @@ class TrainConfig:
     generation_batch_size: int = 0
     """Completions generated per `generate` call; 0 = the whole rollout batch at once."""
     rollout_engine: str = "hf"
-    """'hf' (the policy module itself; tested) or 'vllm' (colocated vLLM with weight sync
-    each step; optional extra `rlvr[vllm]`, needs a CUDA GPU, not exercised by our tests)."""
+    """'hf' (the policy module itself; tested), 'vllm' (colocated vLLM with weight sync
+    each step; optional extra `rlvr[vllm]`, needs a CUDA GPU, not exercised by our tests) or
+    'server' (an OpenAI-compatible completions server: server_url, sync_every)."""
     vllm_gpu_memory_utilization: float = 0.3
     """Share of GPU memory vLLM may take for weights and KV cache (rollout_engine='vllm')."""
+    # --- rollout server ---
+    server_url: str = ""
+    """rollout_engine='server': base URL of an OpenAI-compatible completions server (vLLM or
+    SGLang; many replicas behind one URL are the server's business), e.g. http://host:8000/v1."""
+    server_model: str = ""
+    """Model name sent with each request; empty = the first model the server lists."""
+    server_sync: str = "sglang"
+    """How new weights reach the server: 'sglang' (/update_weights_from_disk), 'vllm'
+    (/collective_rpc reload_weights; the server must serve server_weights_dir) or 'none'
+    (never: the server keeps its own weights)."""
+    server_weights_dir: str = ""
+    """Folder, readable by the server, where the policy is written (safetensors and config, a
+    transformers folder) before each sync; empty = output_dir/server_weights."""
+    sync_every: int = 1
+    """rollout_engine='server': push the policy to the server every N steps; samples are then
+    up to N - 1 updates stale (and corrected, see importance_correction)."""
+    server_concurrency: int = 8
+    """Requests in flight at once (one per prompt)."""
+    server_timeout_s: float = 300.0
+    """Deadline per request attempt (and for a weight sync)."""
+    server_retries: int = 3
+    """Retries per request after the first attempt; then the step is refused with an error and
+    the run resumes from its last checkpoint."""
+    importance_correction: str = "token"
+    """Correction of samples drawn by a server's copy of the policy (truncated importance
+    sampling, Yao et al. 2025): 'token' (weight min(pi_old/pi_server, C) per token),
+    'sequence' (one weight per completion, the product of its ratios, truncated) or 'none'.
+    The mismatch is logged as mismatch/* either way."""
+    importance_threshold: float = 2.0
+    """C: importance weights above it are truncated to it."""
     # --- advantages -------------------------------------------------------------------------
     advantage: str = "grpo"
     """reinforce (reward - baseline), rloo (leave-one-out), grpo (group-normalised), gae (PPO
@@ -290,7 +321,7 @@ class TrainConfig:
                    "policy_loss": POLICY_LOSSES, "loss_aggregation": LOSS_AGGREGATIONS,
                    "kl_estimator": ("k1", "k2", "k3"), "kl_in": ("loss", "reward"),
                    "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
-                   "rollout_engine": ("hf", "vllm"), "dist_backend": ("auto", "nccl", "gloo"),
+                   "rollout_engine": ("hf", "vllm", "server"), "dist_backend": ("auto", "nccl", "gloo"),
                    "forward": ("fast", "reference"), "preset": tuple(PRESETS),
                    "reward_backend": ("process", "ray")}
         for name, allowed in choices.items():

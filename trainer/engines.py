@@ -15,6 +15,10 @@ without touching the loop:
   is imported only when this engine is built. It needs a CUDA GPU and is NOT exercised by the
   test suite (our CI has none); its glue is written against vLLM's documented `LLM.generate`
   (token-id prompts, per-request seeds) and `LLM.apply_model` APIs.
+- `ServerEngine` (`rollout_engine = "server"`, trainer/server_engine.py): an OpenAI-compatible
+  completions server (vLLM, SGLang) samples, returning each token's log-prob; every
+  `sync_every` steps the policy is written to a shared folder and the server reloads it.
+  Tested against a small server the tests start (tests/server_for_tests.py).
 """
 from __future__ import annotations
 
@@ -147,7 +151,7 @@ class VLLMEngine:
         self.llm.reset_prefix_cache()     # cached prefixes were computed by the old weights
 
 
-ENGINES = ("hf", "vllm")
+ENGINES = ("hf", "vllm", "server")
 
 
 def make_engine(name: str, policy, tokenizer, cfg, share_prefix: bool | None = None) -> RolloutEngine:
@@ -164,5 +168,10 @@ def make_engine(name: str, policy, tokenizer, cfg, share_prefix: bool | None = N
                             gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                             seed=cfg.seed)
         engine.sync_weights(policy)       # a resumed run's policy differs from cfg.model
+        return engine
+    if name == "server":
+        from .server_engine import ServerEngine
+        engine = ServerEngine(cfg, policy, tokenizer)
+        engine.push(policy)               # the server starts from the trainer's policy
         return engine
     raise ValueError(f"unknown rollout_engine {name!r}; choose from {', '.join(ENGINES)}")

@@ -115,6 +115,7 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
     if not is_multiturn(env):
         return rollout
     eos = eos_ids(tokenizer, getattr(engine, "policy", None))
+    sampler = SamplerLogprobs(rollout.sampler_logp)
     episodes = []
     for i, c in enumerate(rollout.completions):
         e = Episode(text="", token_ids=[])
@@ -142,6 +143,7 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
                 e.end_reason = "max_tokens"
                 continue
             e.add_environment(reply.messages, ids)
+            sampler.environment(i, len(ids))
             go.append(i)
             contexts.append(rollout.prompt_ids[i] + e.token_ids)
             caps.append(min(max_new_tokens, left))
@@ -150,8 +152,9 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
         seeds_k = None if row_seeds[0] is None else \
             [_turn_seed(row_seeds[i], i, episodes[i].turns + 1) for i in go]
         sampled = _sample(engine, contexts, max(caps), seeds_k, temperature, top_p, greedy)
-        for i, ctx, cap, ids in zip(go, contexts, caps, sampled):
-            ids, text, finish = _turn(tokenizer, ids, eos, cap)
+        for i, ctx, cap, raw in zip(go, contexts, caps, sampled):
+            ids, text, finish = _turn(tokenizer, raw, eos, cap)
+            sampler.turn(i, raw, len(ids))
             episodes[i].add_turn(text, parse_turn(tokenizer, text, ids, ctx, tools), ids, finish)
         active = [i for i in go if not _ended(episodes[i], budget)]
     for i, e in enumerate(episodes):
@@ -159,7 +162,33 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
         rollout.completion_ids[i] = e.token_ids
         rollout.completions[i] = e
     rollout.token_entropy = None        # measured on turn 1 only: the update measures episodes
+    rollout.sampler_logp = sampler.rows()
     return rollout
+
+
+class SamplerLogprobs:
+    """The sampler's log-prob of every episode token, when the engine reports them (a server's
+    turn 1 in `Rollout.sampler_logp`, later turns as the `logprobs` of what `generate_ids`
+    returned): environment tokens get 0 (they carry no loss). `rows()` is None as soon as one
+    turn came without them, and the update then leaves the episodes uncorrected."""
+
+    def __init__(self, first_turns: list[list[float]] | None):
+        self.logps = None if first_turns is None else [list(lp) for lp in first_turns]
+
+    def environment(self, row: int, n: int) -> None:
+        if self.logps is not None:
+            self.logps[row] += [0.0] * n
+
+    def turn(self, row: int, sampled, n: int) -> None:
+        """A later turn of `row`: `sampled` as the engine returned it, its first n tokens kept."""
+        lp = getattr(sampled, "logprobs", None)
+        if lp is None:
+            self.logps = None
+        elif self.logps is not None:
+            self.logps[row] += list(lp[:n])
+
+    def rows(self) -> list[list[float]] | None:
+        return self.logps
 
 
 class EpisodeEngine:

@@ -98,6 +98,10 @@ class Rollout:
     # per row, the entropy of each completion token's sampling distribution, when the sampler
     # measured it (the built-in one does): the update's entropy metric without a forward
     token_entropy: list[list[float]] | None = None
+    # per row, the sampler's log-prob of each completion token under softmax(logits / T), when
+    # the sampler is another engine's copy of the policy (a server): the update corrects for
+    # the mismatch with the trainer's (trainer/importance.py)
+    sampler_logp: list[list[float]] | None = None
 
     def __len__(self) -> int:
         return len(self.completions)
@@ -113,17 +117,20 @@ class Rollout:
                        pick(self.completions), pick(self.verdicts),
                        None if self.rewards is None else self.rewards[rows],
                        None if self.valid is None else self.valid[rows], self.group_size,
-                       None if self.token_entropy is None else pick(self.token_entropy))
+                       None if self.token_entropy is None else pick(self.token_entropy),
+                       None if self.sampler_logp is None else pick(self.sampler_logp))
 
     @staticmethod
     def concat(parts: list["Rollout"]) -> "Rollout":
         first = parts[0]
         cat = lambda name: [x for p in parts for x in getattr(p, name)]
         measured = all(p.token_entropy is not None for p in parts)
+        reported = all(p.sampler_logp is not None for p in parts)
         return Rollout(cat("tasks"), cat("prompt_ids"), cat("completion_ids"),
                        cat("completions"), cat("verdicts"),
                        torch.cat([p.rewards for p in parts]), torch.cat([p.valid for p in parts]),
-                       first.group_size, cat("token_entropy") if measured else None)
+                       first.group_size, cat("token_entropy") if measured else None,
+                       cat("sampler_logp") if reported else None)
 
 
 def eos_ids(tokenizer, model=None) -> set[int]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import algorithms as alg
+from . import importance
 from .episodes import policy_tokens
 from .metrics import UpdateStats
 from .models import lora_dropout_active
@@ -60,6 +61,7 @@ class Batch:
     num_seqs: float                           # normalisers of the *global* batch
     num_tokens: float
     stats: dict = field(default_factory=dict)
+    is_weights: list[torch.Tensor] = field(default_factory=list)   # stale-sample correction
 
 
 class PolicyUpdate:
@@ -98,8 +100,10 @@ class PolicyUpdate:
         loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
         with self.precision(), fwd.pass_over(micro):
             ref = [fwd.logprobs(self.ref, mb, T)[0] if self.ref else None for mb in micro]
+        corrected = importance.applies(rollout)     # samples from another engine's copy
         with self.precision(), fwd.pass_over(micro):
-            old = [fwd.logprobs(self.policy, mb, T)[0] if kl_in_reward else None for mb in micro]
+            old = [fwd.logprobs(self.policy, mb, T)[0] if kl_in_reward or corrected else None
+                   for mb in micro]
         kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~p, 0.0)
                   if kl_in_reward else None for o, r, p in zip(old, ref, own)]
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
@@ -114,6 +118,8 @@ class PolicyUpdate:
             batch.stats.update(self._advantage_stats(adv[valid]))
         if cfg.advantage in alg.SAMPLE_FILTERS:
             batch.stats["samples/kept_frac"] = n_seqs / max(self.dist.sum([len(rollout)])[0], 1)
+        if corrected:     # truncated importance weights and mismatch metrics (importance.py)
+            batch.stats.update(importance.correct(batch, old, cfg, self.dist.gather))
         # rows the forward left without a gradient (the fast forward's silent groups)
         silent = sum(len(mb.rows) for mb in micro if getattr(mb, "silent", False))
         batch.stats["update/silent_group_frac"] = silent / max(len(rollout), 1)
@@ -218,6 +224,8 @@ class PolicyUpdate:
                                               batch.advantages[i], mask,
                                               cfg.clip_eps_low, cfg.clip_eps_high)
         per_token = -obj
+        if batch.is_weights:              # truncated importance weights pi_old / pi_sampler
+            per_token = per_token * batch.is_weights[i]
         if self.ref is not None:
             kl = alg.kl_estimate(cfg.kl_estimator, logp, batch.ref_logp[i])
             if cfg.kl_in == "loss":

@@ -76,6 +76,7 @@ def _run(args) -> int:
         return 0
     from rlvr.trainer.checkpoint import fresh_run_folder
     from rlvr.trainer.config import TrainConfig
+    from rlvr.trainer.server_engine import ServerError
     try:
         fields = {f.name for f in dataclasses.fields(TrainConfig)}
         overrides = {**{k: v for k, v in vars(args).items() if k in fields},
@@ -93,6 +94,9 @@ def _run(args) -> int:
             run_dir = console_trainer()(cfg).train()
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
+    except ServerError as exc:        # the rollout server failed past its retries: resumable
+        print(f"rlvr train: error: {exc}", file=sys.stderr)
+        return 1
     finally:
         shutdown_distributed()
     if not is_main_process():        # under torchrun, rank 0 reports and plots
