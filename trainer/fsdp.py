@@ -71,8 +71,8 @@ def _fsdp_modules(model) -> list:
 
 def _shard(units: list[nn.Module], root: nn.Module | None, mp) -> None:
     """fully_shard each unit, then the root (what is left: embeddings, norm, head). Gradients
-    are summed over ranks, not averaged (the losses are already shares of the global loss);
-    with only SUM on the wire, so gloo can reduce them too."""
+    are summed over ranks, not averaged (the losses are already shares of the global loss),
+    with a plain SUM reduction, which gloo has too (it lacks the pre-scaled one)."""
     from torch.distributed.fsdp import fully_shard
     for unit in units:
         fully_shard(unit, mp_policy=mp)
@@ -95,7 +95,8 @@ def _shard_critic(critic, mp) -> None:
 
 
 class Sharding:
-    """What the loop and the checkpoints ask of the sharded models (or of replicas, when off)."""
+    """What the loop and the checkpoints ask of the sharded models: the policy gathered for
+    sampling, sharded checkpoints, the full weights for the policy folder."""
 
     enabled = True
 
@@ -118,10 +119,6 @@ class Sharding:
                 m.set_reshard_after_forward(m is not self.policy, recurse=False)
 
     # --- checkpoints (torch.distributed.checkpoint) -----------------------------------------
-    def _models(self) -> nn.Module:
-        """Policy and critic under one name space, so one optimizer's state maps to names."""
-        return _models(self.policy, self.critic)
-
     def full_policy_weights(self) -> dict | None:
         """The policy's trainable weights (all of them; LoRA: the adapters) as full CPU tensors
         on rank 0, None elsewhere: the transformers folder rank 0 writes. Every rank calls it."""
@@ -131,11 +128,39 @@ class Sharding:
         return sd if self.is_main else None
 
     def save(self, folder: Path, optimizer) -> None:
-        """Every rank writes its shards of the trainable weights and AdamW states."""
-        save_sharded(folder, self._models(), optimizer)
+        """Every rank writes its shards of the trainable weights and of the optimizer state,
+        by parameter name (DCP's format)."""
+        import torch.distributed.checkpoint as dcp
+        dcp.save(self._state(optimizer), checkpoint_id=str(folder))
 
     def load(self, folder: Path, optimizer) -> None:
-        load_sharded(folder, self._models(), optimizer)
+        """Read a `save`d checkpoint, written at any world size: DCP reads each rank's part of
+        every tensor from whichever shards hold it."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+        state = self._state(optimizer)
+        dcp.load(state, checkpoint_id=str(folder))
+        set_state_dict(self._models(), optimizer, model_state_dict=state["model"],
+                       optim_state_dict=state["optimizer"], options=_trainable())
+
+    def _state(self, optimizer) -> dict:
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+        model, optim = get_state_dict(self._models(), optimizer, options=_trainable())
+        return {"model": model, "optimizer": optim}
+
+    def _models(self) -> nn.Module:
+        """Policy and critic under one name space: the one optimizer's state maps to names."""
+        models = nn.ModuleDict({"policy": self.policy})
+        if self.critic is not None:
+            models["critic"] = self.critic
+        return models
+
+
+def _trainable():
+    """State-dict options of the checkpoints: the frozen weights (LoRA's base) are the model's
+    own and are not written."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+    return StateDictOptions(ignore_frozen_params=True)
 
 
 class Replication:
@@ -148,43 +173,6 @@ class Replication:
         yield
 
 
-def _models(policy, critic) -> nn.Module:
-    models = nn.ModuleDict({"policy": policy})
-    if critic is not None:
-        models["critic"] = critic
-    return models
-
-
-def _options():
-    from torch.distributed.checkpoint.state_dict import StateDictOptions
-    return StateDictOptions(ignore_frozen_params=True)
-
-
-def save_sharded(folder: Path, models: nn.Module, optimizer) -> None:
-    """Trainable weights and optimizer state by parameter name, in DCP's format (a sharded
-    model writes its shards; a plain one its whole tensors, the same checkpoint either way)."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_state_dict
-    model_sd, optim_sd = get_state_dict(models, optimizer, options=_options())
-    dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(folder))
-
-
-def load_sharded(folder: Path, models: nn.Module, optimizer) -> None:
-    """Read a `save_sharded` checkpoint into models sharded over any number of ranks (or not
-    sharded): DCP reads each rank's part of every tensor from whichever shards hold it."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-    model_sd, optim_sd = get_state_dict(models, optimizer, options=_options())
-    state = {"model": model_sd, "optimizer": optim_sd}
-    dcp.load(state, checkpoint_id=str(folder))
-    set_state_dict(models, optimizer, model_state_dict=state["model"],
-                   optim_state_dict=state["optimizer"], options=_options())
-
-
-def policy_device(model) -> torch.device:
-    return next(model.parameters()).device
-
-
 def shard_models(cfg, dist_ctx, policy, ref, critic):
     """Shard policy, reference and critic (`parallel = "fsdp"`) and return the `Sharding` the
     loop asks to gather the policy and to write checkpoints; `Replication` otherwise. Call it
@@ -194,7 +182,7 @@ def shard_models(cfg, dist_ctx, policy, ref, critic):
     if cfg.parallel != "fsdp":
         return Replication()
     check_fsdp(cfg, dist_ctx.world_size)
-    join_world_of_one(policy_device(policy))
+    join_world_of_one(next(policy.parameters()).device)
     mp = _mixed_precision(cfg.dtype)
     _shard_causal_lm(policy, mp)
     if isinstance(ref, nn.Module):      # (LoRA's reference is the policy, adapters off)
