@@ -75,4 +75,4 @@ def test_what_fsdp_cannot_run_is_refused_with_the_fix(tiny_model):
                      ({"parallel": "zero3"}, "expected one of")]:
         cfg = TrainConfig(model=tiny_model, **{"parallel": "fsdp", **bad})
         with pytest.raises(ValueError, match=fix):
-            shard_models(cfg, DistContext(0, 2, 0), policy, None, None)
+            shard_models(cfg, DistContext(0, 2, 0), torch.device("cpu"), policy, None, None)

@@ -96,12 +96,19 @@ class DistContext:
                 offset += g.numel()
 
     def broadcast_parameters(self, modules) -> None:
-        """Start every replica from rank 0's weights (as DDP does at construction)."""
+        """Start every replica from rank 0's weights (as DDP does at construction). Tensors
+        off the backend's device (CPU-built models to be sharded, under nccl) travel through it."""
         if not self.enabled:
             return
+        device = self._comm_device()
         for module in modules:
             for t in list(module.parameters()) + list(module.buffers()):
-                dist.broadcast(t.data, src=0)
+                if device.type == "cuda" and t.device.type == "cpu":
+                    staged = t.data.to(device)
+                    dist.broadcast(staged, src=0)
+                    t.data.copy_(staged)
+                else:
+                    dist.broadcast(t.data, src=0)
 
     def barrier(self) -> None:
         if self.enabled:

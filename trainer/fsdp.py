@@ -29,6 +29,7 @@ any world size reads them) beside a full-weight transformers folder written by r
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 
 import torch
@@ -69,29 +70,18 @@ def _fsdp_modules(model) -> list:
     return [m for m in model.modules() if isinstance(m, FSDPModule)]
 
 
-def _shard(units: list[nn.Module], root: nn.Module | None, mp) -> None:
+def _shard(units: list[nn.Module], root: nn.Module, *, mesh, mp) -> None:
     """fully_shard each unit, then the root (what is left: embeddings, norm, head). Gradients
     are summed over ranks, not averaged (the losses are already shares of the global loss),
     with a plain SUM reduction, which gloo has too (it lacks the pre-scaled one)."""
     from torch.distributed.fsdp import fully_shard
     for unit in units:
-        fully_shard(unit, mp_policy=mp)
-    if root is not None:
-        # the root's weights are the first needed by the backward: kept gathered after forward
-        fully_shard(root, mp_policy=mp, reshard_after_forward=False)
-    for m in units + ([root] if root is not None else []):
+        fully_shard(unit, mesh=mesh, mp_policy=mp)
+    # the root's weights are the first the backward needs: kept gathered after the forward
+    fully_shard(root, mesh=mesh, mp_policy=mp, reshard_after_forward=False)
+    for m in units + [root]:
         m.set_gradient_divide_factor(1.0)
         m.set_force_sum_reduction_for_comms(True)
-
-
-def _shard_causal_lm(model, mp) -> None:
-    _shard(list(decoder_layers(model)), model, mp)
-
-
-def _shard_critic(critic, mp) -> None:
-    """The critic's body per layer and as a whole, and its value head: the forwards call
-    `critic.backbone` and `critic.value_head` directly, so each is a unit of its own."""
-    _shard(list(decoder_layers(critic.backbone)) + [critic.value_head], critic.backbone, mp)
 
 
 class Sharding:
@@ -173,20 +163,25 @@ class Replication:
         yield
 
 
-def shard_models(cfg, dist_ctx, policy, ref, critic):
-    """Shard policy, reference and critic (`parallel = "fsdp"`) and return the `Sharding` the
-    loop asks to gather the policy and to write checkpoints; `Replication` otherwise. Call it
-    before the optimizer is built: sharding replaces the parameters."""
+def shard_models(cfg, dist_ctx, device: torch.device, policy, ref, critic):
+    """Shard policy, reference and critic (`parallel = "fsdp"`) over the ranks' `device`s and
+    return the `Sharding` the loop asks to gather the policy and to write checkpoints;
+    `Replication` otherwise. Call it before the optimizer is built: sharding replaces the
+    parameters. Models built on the CPU move to `device` one unit at a time as they are sharded,
+    so no device ever holds a whole model that does not fit it."""
     if cfg.parallel not in PARALLEL:
         raise ValueError(f"parallel={cfg.parallel!r}; expected one of {list(PARALLEL)}")
     if cfg.parallel != "fsdp":
         return Replication()
     check_fsdp(cfg, dist_ctx.world_size)
-    join_world_of_one(next(policy.parameters()).device)
-    mp = _mixed_precision(cfg.dtype)
-    _shard_causal_lm(policy, mp)
+    join_world_of_one(device)
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh(device.type, (dist_ctx.world_size,))
+    shard = functools.partial(_shard, mesh=mesh, mp=_mixed_precision(cfg.dtype))
+    shard(list(decoder_layers(policy)), policy)
     if isinstance(ref, nn.Module):      # (LoRA's reference is the policy, adapters off)
-        _shard_causal_lm(ref, mp)
+        shard(list(decoder_layers(ref)), ref)
     if critic is not None:
-        _shard_critic(critic, mp)
+        # the forwards call `critic.backbone` and `critic.value_head` directly: a unit each
+        shard(list(decoder_layers(critic.backbone)) + [critic.value_head], critic.backbone)
     return Sharding(policy, critic, dist_ctx.is_main)

@@ -76,17 +76,20 @@ class Trainer:
                 deadline_s=derive_deadline(self.env.reward, cfg.reward_deadline_s),
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
+        # FSDP2: models are built on the CPU, and sharding moves each rank's shards to the device
+        self.build_device = torch.device("cpu") if cfg.parallel == "fsdp" else self.device
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
         self.dist.broadcast_parameters([self.policy])
-        self.critic = ValueModel(cfg.model).to(self.device).eval() if cfg.advantage == "gae" else None
+        self.critic = ValueModel(cfg.model).to(self.build_device).eval() if cfg.advantage == "gae" else None
         if self.critic is not None:
             if cfg.gradient_checkpointing:
                 enable_checkpointing(self.critic.backbone)
             self.dist.broadcast_parameters([self.critic])
         # FSDP2 (parallel = "fsdp", trainer/fsdp.py): sharded before the optimizer takes the
         # parameters; every rank runs the same passes, so the plain forward
-        self.sharding = shard_models(cfg, self.dist, self.policy, self.ref, self.critic)
+        self.sharding = shard_models(cfg, self.dist, self.device, self.policy, self.ref,
+                                     self.critic)
         if self.sharding.enabled:
             self.forward = ReferenceForward(self.tokenizer.pad_token_id, self.device)
         trainable = [p for p in self.policy.parameters() if p.requires_grad]   # LoRA: adapters
@@ -135,16 +138,16 @@ class Trainer:
         its adapters disabled."""
         cfg, ref = self.cfg, None
         if cfg.lora_rank:
-            base = load_policy(cfg.model, "float32", self.device)
+            base = load_policy(cfg.model, "float32", self.build_device)
             policy = (load_lora(base, str(checkpoint / "policy")) if checkpoint else
                       add_lora(base, cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout,
                                tuple(cfg.lora_target_modules)))
             ref = AdaptersOff(policy) if cfg.needs_reference else None
         else:
             policy = load_policy(str(checkpoint / "policy") if checkpoint else cfg.model,
-                                 "float32", self.device)
+                                 "float32", self.build_device)
             if cfg.needs_reference:
-                ref = load_policy(cfg.model, "float32", self.device) if checkpoint \
+                ref = load_policy(cfg.model, "float32", self.build_device) if checkpoint \
                     else frozen_copy(policy)
                 ref.requires_grad_(False)
         if cfg.gradient_checkpointing:      # after the copy: the reference never backpropagates
