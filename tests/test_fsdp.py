@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from torch.distributed.checkpoint import FileSystemReader
 
 from rlvr.trainer.config import TrainConfig
 from rlvr.trainer.distributed import DistContext
@@ -42,7 +43,13 @@ def test_two_sharded_ranks_train_like_one_process_and_resume_on_one(tiny_model, 
     assert two[0]["world_size"] == 2 and two[0]["samples/count"] == 12
     assert_same_weights(weights(tmp_path / "one", 3), weights(tmp_path / "two", 3))
     ckpt = tmp_path / "two" / "checkpoints" / "step-000002"
-    assert (ckpt / "sharded" / ".metadata").exists() and not (ckpt / "critic.safetensors").exists()
+    assert not (ckpt / "critic.safetensors").exists()       # the critic is in the shards
+    # each rank held (and wrote) half of every weight and AdamW moment: dim 0 split in two
+    shards = FileSystemReader(str(ckpt / "sharded")).read_metadata().state_dict_metadata
+    for name in ("model.policy.model.layers.0.mlp.up_proj.weight",
+                 "optimizer.state.policy.model.layers.0.mlp.up_proj.weight.exp_avg",
+                 "model.critic.backbone.layers.1.self_attn.q_proj.weight"):
+        assert [c.offsets[0] for c in shards[name].chunks] == [0, shards[name].size[0] // 2], name
     config = json.loads((ckpt / "policy" / "config.json").read_text())
     assert config["architectures"] == ["LlamaForCausalLM"]     # not the FSDP subclass
     # The checkpoint of step 2, written by 2 ranks, resumed by 1 process: step 3 again.
