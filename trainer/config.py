@@ -244,6 +244,12 @@ class TrainConfig:
     dist_backend: str = "auto"
     """torch.distributed backend under torchrun: 'auto' (nccl on GPUs, gloo on CPUs), 'nccl',
     'gloo'. prompts_per_step is the global batch, shared by the ranks; a plain run ignores it."""
+    parallel: str = "replicate"
+    """How the ranks hold the models: 'replicate' (each rank a whole copy, gradients summed
+    over ranks) or 'fsdp' (FSDP2: weights, gradients and AdamW states sharded over the ranks,
+    for a policy too large for one device; the update uses the reference forward, sampling
+    the gathered policy; needs prompts_per_step divisible by the ranks, rollout_engine='hf'
+    and no dynamic_sampling). docs/scaling.md says when to use which."""
     # --- logging, evaluation, checkpoints ---------------------------------------------------
     log_completions: int = 4
     """Completions (with verdicts) written to samples.jsonl per step."""

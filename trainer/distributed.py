@@ -18,6 +18,8 @@ policy in `DistributedDataParallel`: DDP requires every rank to run the same num
 passes per step, which DAPO's dynamic sampling (ranks keep different numbers of groups) and
 dropped samples break; the critic shares the optimizer; and sampling wants the bare module.
 DDP's overlap of communication with the backward pass is what this gives up.
+`parallel = "fsdp"` shards the models instead of replicating them (trainer/fsdp.py); everything
+above holds for it too.
 """
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-__all__ = ["DistContext", "init_distributed", "shutdown_distributed", "is_main_process", "shard",
-           "group_seeds"]
+__all__ = ["DistContext", "init_distributed", "join_world_of_one", "shutdown_distributed",
+           "is_main_process", "shard", "group_seeds"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,12 @@ class DistContext:
         return out
 
     def sum_gradients(self, params: list[torch.Tensor]) -> None:
-        """grad <- sum over ranks, as one flat buffer per dtype (a missing grad counts as 0)."""
-        if not self.enabled:
+        """grad <- sum over ranks, as one flat buffer per dtype (a missing grad counts as 0).
+        Sharded parameters (FSDP2's DTensors, trainer/fsdp.py) are skipped: their gradients
+        were summed by FSDP's reduce-scatter during the backward."""
+        from torch.distributed.tensor import DTensor
+        params = [p for p in params if not isinstance(p, DTensor)]
+        if not self.enabled or not params:
             return
         for p in params:
             if p.grad is None:
@@ -90,12 +96,19 @@ class DistContext:
                 offset += g.numel()
 
     def broadcast_parameters(self, modules) -> None:
-        """Start every replica from rank 0's weights (as DDP does at construction)."""
+        """Start every replica from rank 0's weights (as DDP does at construction). Tensors
+        off the backend's device (CPU-built models to be sharded, under nccl) travel through it."""
         if not self.enabled:
             return
+        device = self._comm_device()
         for module in modules:
             for t in list(module.parameters()) + list(module.buffers()):
-                dist.broadcast(t.data, src=0)
+                if device.type == "cuda" and t.device.type == "cpu":
+                    staged = t.data.to(device)
+                    dist.broadcast(staged, src=0)
+                    t.data.copy_(staged)
+                else:
+                    dist.broadcast(t.data, src=0)
 
     def barrier(self) -> None:
         if self.enabled:
@@ -129,6 +142,16 @@ def init_distributed(device: str, backend: str = "auto") -> tuple[DistContext, s
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
     return DistContext(rank, world, local), device
+
+
+def join_world_of_one(device: torch.device) -> None:
+    """A process group of one for a plain (not torchrun) process that shards its models:
+    FSDP2 and sharded checkpoints need a group even when nothing is split, e.g. to resume at
+    world size 1 a run checkpointed at world size 2."""
+    if dist.is_initialized():
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
 
 
 def shutdown_distributed() -> None:

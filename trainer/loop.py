@@ -45,6 +45,7 @@ from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
 from .episodes import episode_engine, episode_metrics, episode_sample, overlong_lengths
 from .fast import FastForward
+from .fsdp import shard_models
 from .hf_adapter import contract_holds
 from .metrics import MetricsLogger, merge_inner_steps, peak_memory_gib, rollout_metrics
 from .models import (AdaptersOff, ValueModel, add_lora, autocast, enable_checkpointing,
@@ -77,15 +78,23 @@ class Trainer:
                 deadline_s=derive_deadline(self.env.reward, cfg.reward_deadline_s),
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
+        # FSDP2: models are built on the CPU, and sharding moves each rank's shards to the device
+        self.build_device = torch.device("cpu") if cfg.parallel == "fsdp" else self.device
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
         self.teacher = self._load_teacher()
         self.dist.broadcast_parameters([self.policy])
-        self.critic = ValueModel(cfg.model).to(self.device).eval() if cfg.advantage == "gae" else None
+        self.critic = ValueModel(cfg.model).to(self.build_device).eval() if cfg.advantage == "gae" else None
         if self.critic is not None:
             if cfg.gradient_checkpointing:
                 enable_checkpointing(self.critic.backbone)
             self.dist.broadcast_parameters([self.critic])
+        # FSDP2 (parallel = "fsdp", trainer/fsdp.py): sharded before the optimizer takes the
+        # parameters; every rank runs the same passes, so the plain forward
+        self.sharding = shard_models(cfg, self.dist, self.device, self.policy, self.ref,
+                                     self.critic)
+        if self.sharding.enabled:
+            self.forward = ReferenceForward(self.tokenizer.pad_token_id, self.device)
         trainable = [p for p in self.policy.parameters() if p.requires_grad]   # LoRA: adapters
         groups = [{"params": trainable, "lr": cfg.lr}]
         if self.critic is not None:
@@ -144,16 +153,16 @@ class Trainer:
         its adapters disabled."""
         cfg, ref = self.cfg, None
         if cfg.lora_rank:
-            base = load_policy(cfg.model, "float32", self.device)
+            base = load_policy(cfg.model, "float32", self.build_device)
             policy = (load_lora(base, str(checkpoint / "policy")) if checkpoint else
                       add_lora(base, cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout,
                                tuple(cfg.lora_target_modules)))
             ref = AdaptersOff(policy) if cfg.needs_reference else None
         else:
             policy = load_policy(str(checkpoint / "policy") if checkpoint else cfg.model,
-                                 "float32", self.device)
+                                 "float32", self.build_device)
             if cfg.needs_reference:
-                ref = load_policy(cfg.model, "float32", self.device) if checkpoint \
+                ref = load_policy(cfg.model, "float32", self.build_device) if checkpoint \
                     else frozen_copy(policy)
                 ref.requires_grad_(False)
         if cfg.gradient_checkpointing:      # after the copy: the reference never backpropagates
@@ -203,7 +212,8 @@ class Trainer:
     def train_step(self) -> tuple[dict, list[dict]]:
         """One step of the pseudo-code at the top of this file."""
         cfg, t0 = self.cfg, time.perf_counter()
-        rollout, metrics = self.collect()                       # sample with pi_old, score
+        with self.sharding.gathered():       # FSDP2: sample from the gathered policy
+            rollout, metrics = self.collect()                   # sample with pi_old, score
         t1 = time.perf_counter()
         batch = self.prepare(rollout)                           # freeze ref/values/advantages
         inner = [self.update(batch, first=(k == 0)) for k in range(cfg.inner_steps)]
@@ -306,7 +316,7 @@ class Trainer:
     def evaluate(self) -> dict:
         """pass@1 (greedy) and pass@k on the test split (trainer/evaluation/evaluate.py)."""
         from .evaluation.evaluate import evaluate_in_training
-        with self.precision():
+        with self.precision(), self.sharding.gathered():
             return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
 
     # --- checkpoints --------------------------------------------------------------------------
@@ -315,7 +325,7 @@ class Trainer:
         RNG states, data cursor, KL controller, baseline, step and the resolved config.
         Replicas are identical, so rank 0 writes it (any world size can resume it)."""
         root, name = self.run_dir / "checkpoints", f"step-{self.step:06d}"
-        if self.dist.is_main:
+        if self.dist.is_main or self.sharding.enabled:     # FSDP2: every rank writes its shards
             self._write_checkpoint(root, name)
         self.dist.barrier()
         return root / name
@@ -326,7 +336,7 @@ class Trainer:
                  "config": self.cfg.to_dict()}
         write_checkpoint(root, name, policy=self.policy, tokenizer=self.tokenizer,
                          critic=self.critic, optimizer=self.optimizer, scheduler=self.scheduler,
-                         state=state)
+                         state=state, sharding=self.sharding)
 
     def _load_checkpoint(self, ckpt: Path) -> None:
         state = read_state(ckpt)
@@ -334,7 +344,8 @@ class Trainer:
         self.stream = PromptStream(self.env, self.cfg.seed, cursor=state["cursor"])
         self.kl_ctl.load_state_dict(state["kl_controller"])
         self.baseline.load_state_dict(state["baseline"])
-        restore_trainer_state(ckpt, self.critic, self.optimizer, self.scheduler)   # RNG last
+        restore_trainer_state(ckpt, self.critic, self.optimizer, self.scheduler,   # RNG last
+                              sharding=self.sharding)
 
     def _write_run_config(self) -> None:
         import rlvr
