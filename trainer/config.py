@@ -306,6 +306,10 @@ class TrainConfig:
             "lora_target_modules": not self.lora_rank,
             "vllm_gpu_memory_utilization": self.rollout_engine != "vllm",
             "ray_address": self.reward_backend != "ray",
+            **{k: self.rollout_engine != "server" for k in (
+                "server_url", "server_model", "server_sync", "server_weights_dir", "sync_every",
+                "server_concurrency", "server_timeout_s", "server_retries",
+                "importance_correction", "importance_threshold")},
         }
         defaults = {**_DEFAULTS, **PRESETS.get(self.preset, {})}
         why = {"baseline": "only the reinforce advantage has a baseline",
@@ -329,7 +333,7 @@ class TrainConfig:
                    "dtype": ("float32", "bfloat16"), "device": ("auto", "cpu", "cuda"),
                    "rollout_engine": ("hf", "vllm", "server"), "dist_backend": ("auto", "nccl", "gloo"),
                    "forward": ("fast", "reference"), "preset": tuple(PRESETS),
-                   "reward_backend": ("process", "ray")}
+                   "reward_backend": ("process", "ray"), "parallel": ("replicate", "fsdp")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected one of {list(allowed)}")
