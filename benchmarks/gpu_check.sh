@@ -97,6 +97,14 @@ if $PY -c 'from rlvr.trainer.config import TrainConfig as C; assert "parallel" i
     parallel=fsdp device=$DEVICE model="$TINY" steps=2 prompts_per_step=2 group_size=2 \
     max_completion_length=8 reward_deadline_s=0 checkpoint_every=1 \
     output_dir="$OUT_DIR/fsdp_run" --overwrite
+  # bf16 through FSDP's mixed-precision policy, activation checkpointing, a sharded resume
+  run_step ${name}_bf16_resume 180 bash -c "$PY -m torch.distributed.run --standalone \
+    --nproc-per-node 1 -m rlvr train parallel=fsdp device=$DEVICE model='$TINY' dtype=bfloat16 \
+    gradient_checkpointing=true steps=2 prompts_per_step=2 group_size=2 max_completion_length=8 \
+    reward_deadline_s=0 checkpoint_every=1 output_dir='$OUT_DIR/fsdp_bf16' --overwrite &&
+    $PY -m torch.distributed.run --standalone --nproc-per-node 1 -m rlvr train \
+    --resume '$OUT_DIR/fsdp_bf16' steps=3 &&
+    test -f '$OUT_DIR/fsdp_bf16/checkpoints/step-000003/sharded/.metadata'"
 else
   record fsdp_one_device skipped 0 "this trainer has no parallel='fsdp'"
 fi
