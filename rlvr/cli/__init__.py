@@ -32,6 +32,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.eval",
     "rlvr.cli.export",
     "rlvr.cli.audit",
+    "rlvr.cli.sft",
 ]
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
