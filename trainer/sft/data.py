@@ -111,7 +111,10 @@ def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str
 
 def encode_row(tokenizer, row, where: str = "row") -> Example:
     """One dataset row -> an Example (DataError naming `where` and the fix when it cannot)."""
-    kind = row_format(row)
+    try:
+        kind = row_format(row)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from None
     if kind == "text":
         text = row["text"]
         if not isinstance(text, str) or not text.strip():
