@@ -54,6 +54,8 @@ SLOW = (
     "test_eval_endpoint.py::test_persistent_errors_and_timeouts_fail_the_task_not_the_answer",
     "test_wandb_sink.py::test_rlvr_train_reports_to_wandb_with_the_same_names",
     "test_math_verifier.py::test_timeout_from_asyncio",
+    "test_sft.py::test_resume_is_exact",                    # three short SFT runs
+    "test_sft.py::test_cli_trains_plots_refuses_a_second_run_and_the_run_is_a_model",
     # `rlvr audit` on the environments whose attacks run programs or stall the math reader
     *(f"test_audit.py::test_builtin_environment_audit[{env}]" for env in (
         "code", "code (docker)", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",
