@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -55,10 +54,8 @@ def write_rows(n: int, path: Path) -> str:
 
 
 def peak_gib() -> float:
-    import torch
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        return torch.cuda.max_memory_allocated() / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    from rlvr.trainer.metrics import peak_memory_gib
+    return peak_memory_gib()
 
 
 def run_ours(a) -> dict:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
-from pathlib import Path
 
-from .options import add_config_options
+from .train import add_run_arguments, report_run
 
 __all__ = ["add_parser"]
 
@@ -24,18 +22,8 @@ def add_parser(subparsers) -> None:
                     "on completion tokens only. KEY=VALUE pairs override the TOML file. "
                     "`--help-config` lists every field with its documentation.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", type=Path, help="TOML config file")
-    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
-                   help="continue a run exactly from its latest checkpoint")
-    p.add_argument("--help-config", action="store_true", help="list every config field and exit")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace a run already in output_dir (by default it is refused: "
-                        "--resume continues it)")
-    p.add_argument("overrides", nargs="*", metavar="FIELD=VALUE",
-                   help="config field overrides (the same as --field value)")
     from rlvr.trainer.sft.config import SFTConfig
-    add_config_options(p.add_argument_group("config fields"), SFTConfig, every_field=True,
-                       only_given=True)
+    add_run_arguments(p, SFTConfig)
     p.set_defaults(func=_run)
 
 
@@ -61,11 +49,5 @@ def _run(args) -> int:
             run_dir = sft(args.config, overwrite=args.overwrite, **overrides)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
-    print(f"run written to {run_dir}")
-    from rlvr.trainer.plots import plot_run
-    report = plot_run(run_dir)
-    for note in report.notes:
-        print(f"note: {note}", file=sys.stderr)
-    if report.files:
-        print(f"plots: {report.files[0]}")
+    report_run(run_dir)
     return 0
