@@ -14,6 +14,7 @@ from rlvr.cli import main
 from rlvr.trainer.models import load_policy, load_tokenizer, resolve_model
 from rlvr.trainer.rollout import encode_prompt
 from rlvr.trainer.sft import SFTConfig, SFTTrainer, encode_row, sft
+from rlvr.trainer.packing import mask_dtype
 from rlvr.trainer.sft.batches import nll_sum, packed, padded
 from rlvr.trainer.sft.data import DataError, load_examples
 
@@ -95,8 +96,19 @@ def test_think_opening_template_is_the_prompt_the_student_is_trained_to_continue
 
 
 # --- packing ------------------------------------------------------------------------------------
-def test_packing_gives_the_same_loss_and_gradient_as_padding(tiny_model, tok):
-    model = load_policy(tiny_model, "float32", torch.device("cpu"))
+def gpt2(tok):
+    """A tiny GPT-2: absolute position embeddings, so packed positions must restart at 0
+    (with RoPE's relative positions an offset would go unnoticed)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2,
+                                      n_positions=128)).eval()
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_packing_gives_the_same_loss_and_gradient_as_padding(tiny_model, tok, family):
+    model = load_policy(tiny_model, "float32", torch.device("cpu")) if family == "llama" \
+        else gpt2(tok)
     rows = [CHAT, {"prompt": "1+1=", "completion": "2"}, {"text": "abc def"},
             {"messages": [{"role": "user", "content": "hi"},
                           {"role": "assistant", "content": "hello there"}]}]
@@ -107,7 +119,7 @@ def test_packing_gives_the_same_loss_and_gradient_as_padding(tiny_model, tok):
         loss = nll_sum(model, batch)
         loss.backward()
         return float(loss.detach()), torch.cat([p.grad.flatten() for p in model.parameters()])
-    pack = packed(examples, tok.pad_token_id, 64, "cpu", torch.bool)
+    pack = packed(examples, tok.pad_token_id, 64, "cpu", mask_dtype(model))
     assert pack.input_ids.size(0) < len(examples)          # several examples share a row
     loss_pad, grad_pad = run(padded(examples, tok.pad_token_id, "cpu"))
     loss_pack, grad_pack = run(pack)
@@ -238,3 +250,49 @@ def test_a_lora_run_directory_is_named_as_one_to_merge(tmp_path):
     (policy / "adapter_config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="--merge"):
         resolve_model(str(tmp_path / "run"))
+
+
+# --- the schedule, the data stream, the precision and memory options -----------------------------
+def test_lr_schedule_by_hand():
+    from rlvr.trainer.sft.trainer import lr_factor
+    # 2 warm-up steps of 10: 1/2, 2/2; then linear decay over the 8 left: step 6 is 4/8 along.
+    assert [lr_factor(s, 2, 10, "constant") for s in (0, 1, 5)] == [0.5, 1.0, 1.0]
+    assert lr_factor(6, 2, 10, "linear") == pytest.approx(0.5)
+    assert lr_factor(6, 2, 10, "cosine") == pytest.approx(0.5 * (1 + math.cos(math.pi / 2)))
+    assert lr_factor(10, 2, 10, "cosine") == pytest.approx(0.0)
+
+
+def test_the_example_stream_is_each_epoch_once_and_resumes_where_it_stopped():
+    from rlvr.trainer.sft.trainer import ExampleStream
+    whole = ExampleStream(5, seed=3).take(15)
+    assert all(sorted(whole[i:i + 5]) == list(range(5)) for i in (0, 5, 10))
+    assert whole[:5] != whole[5:10]                  # a new shuffle per epoch
+    cut = ExampleStream(5, seed=3)
+    cut.take(7)
+    assert ExampleStream(5, seed=3, cursor=cut.cursor).take(8) == whole[7:]
+
+
+def test_gradient_checkpointing_and_bf16_train_the_same_step(tiny_model, tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", sums(4))
+    runs = {}
+    for name, kw in {"plain": {}, "ckpt": {"gradient_checkpointing": True},
+                     "bf16": {"dtype": "bfloat16"}}.items():
+        tr = SFTTrainer(SFTConfig(**TINY, model=tiny_model, data=data, steps=1,
+                                  output_dir=str(tmp_path / name), **kw))
+        runs[name] = (tr.train_step()["loss"], torch.cat([p.detach().flatten()
+                                                         for p in tr.policy.parameters()]))
+    (loss, w), (loss_c, w_c), (loss_b, w_b) = runs["plain"], runs["ckpt"], runs["bf16"]
+    assert loss_c == pytest.approx(loss, rel=1e-6) and torch.allclose(w_c, w, atol=1e-7)
+    assert loss_b == pytest.approx(loss, rel=2e-2)          # bf16 compute, float32 weights
+    assert all(p.dtype == torch.float32 for p in tr.policy.parameters())
+
+
+def test_lora_run_saves_adapters_and_exports_merged(tiny_model, tmp_path):
+    from rlvr.trainer.export import export_run
+    data = write_jsonl(tmp_path / "d.jsonl", sums(4))
+    run = sft(SFTConfig(**TINY, model=tiny_model, data=data, steps=1, lora_rank=4,
+                        output_dir=str(tmp_path / "lora")))
+    policy = run / "checkpoints" / "step-000001" / "policy"
+    assert (policy / "adapter_config.json").exists() and not (policy / "model.safetensors").exists()
+    out = export_run(run, tmp_path / "merged", merge=True)
+    assert load_policy(str(out), "float32", torch.device("cpu")) is not None
