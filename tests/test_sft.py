@@ -296,3 +296,21 @@ def test_lora_run_saves_adapters_and_exports_merged(tiny_model, tmp_path):
     assert (policy / "adapter_config.json").exists() and not (policy / "model.safetensors").exists()
     out = export_run(run, tmp_path / "merged", merge=True)
     assert load_policy(str(out), "float32", torch.device("cpu")) is not None
+
+
+def test_a_completion_that_opens_think_after_a_think_opening_prompt_is_warned(tok, tmp_path):
+    rows = [{"prompt": "Q: 1+1? A: <think>", "completion": "<think>1+1=2</think> 2"},
+            {"prompt": "Q: 1+2? A: <think>", "completion": "1+2=3</think> 3"}]
+    with pytest.warns(UserWarning, match="1 of 2 examples open <think> twice"):
+        load_examples(write_jsonl(tmp_path / "d.jsonl", rows), tok)
+
+
+def test_a_toml_config_with_overrides(tmp_path):
+    from rlvr.trainer.sft.config import load_sft_config
+    toml = tmp_path / "sft.toml"
+    toml.write_text('data = "d.jsonl"\nlr = 0.5\npacking = true\nlora_target_modules = ["q_proj"]\n')
+    cfg = load_sft_config(toml, ["lr=0.25", "epochs=2"])
+    assert (cfg.data, cfg.lr, cfg.packing, cfg.epochs, cfg.lora_target_modules) == \
+        ("d.jsonl", 0.25, True, 2.0, ("q_proj",))
+    with pytest.raises(ValueError, match="unknown config keys"):
+        load_sft_config(None, {"learning_rate": 1.0})

@@ -20,6 +20,7 @@ multi-turn rollout renders them, and never trained on.
 from __future__ import annotations
 
 import random
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,7 +165,20 @@ def load_examples(source: str, tokenizer, split: str = "train") -> list[Example]
         raise DataError(str(exc)) from None
     if not examples:
         raise DataError(f"{source} holds no rows to train on")
+    _warn_think_opened_twice(tokenizer, examples)
     return examples
+
+
+def _warn_think_opened_twice(tokenizer, examples: list[Example]) -> None:
+    """A completion that opens `<think>` right after a prompt whose template already opened it
+    (a think-opening tokenizer, or a base template ending in `<think>`) teaches the student a
+    format it is never sampled in: warned about once, with the count and the fix."""
+    twice = sum(1 for e in examples if re.search(r"<think>\s*<think>", tokenizer.decode(e.ids)))
+    if twice:
+        warnings.warn(f"{twice} of {len(examples)} examples open <think> twice: the prompt "
+                      "already ends with <think> and the completion begins with it again; strip "
+                      "it from the completions, or use a tokenizer whose template does not open "
+                      "the think block", stacklevel=3)
 
 
 def truncate(examples: list[Example], max_length: int) -> list[Example]:
