@@ -165,7 +165,8 @@ def test_a_datasets_folder_loads_the_same_examples_as_jsonl(tok, tmp_path):
     ({"prompt": "1+1=", "completion": "  "}, "empty"),
     ({"prompt": [{"role": "user", "content": "1+1"}], "completion": [{"role": "assistant",
                                                                        "content": ""}]}, "empty"),
-    ({"prompt": "1+1=", "completion": [{"role": "assistant", "content": "2"}]}, "string completion"),
+    ({"prompt": "1+1=", "completion": [{"role": "assistant", "content": "2"}]},
+     "string completion"),
     ({"messages": [{"role": "user", "content": "hi"}]}, "assistant turn"),
 ])
 def test_rows_that_cannot_be_trained_on_are_named(tok, row, message):
@@ -205,7 +206,7 @@ def test_cli_trains_plots_refuses_a_second_run_and_the_run_is_a_model(tiny_model
             "batch_size=2", "eval_fraction=0.25", "eval_every=1", "packing=true",
             "--no-progress", "--no-tensorboard"]
     assert main(argv) == 0
-    assert (run / "plots" / "sft_loss.png").exists() and (run / "plots" / "sft_eval_loss.png").exists()
+    assert all((run / "plots" / f"{name}.png").exists() for name in ("sft_loss", "sft_eval_loss"))
     saved = json.loads((run / "config.json").read_text())
     assert saved["kind"] == "sft" and saved["data"] == {"train_examples": 6,
                                                         "held_out_examples": 2, "steps": 2}
@@ -308,9 +309,18 @@ def test_a_completion_that_opens_think_after_a_think_opening_prompt_is_warned(to
 def test_a_toml_config_with_overrides(tmp_path):
     from rlvr.trainer.sft.config import load_sft_config
     toml = tmp_path / "sft.toml"
-    toml.write_text('data = "d.jsonl"\nlr = 0.5\npacking = true\nlora_target_modules = ["q_proj"]\n')
+    toml.write_text('data = "d.jsonl"\nlr = 0.5\npacking = true\n'
+                    'lora_target_modules = ["q_proj"]\n')
     cfg = load_sft_config(toml, ["lr=0.25", "epochs=2"])
     assert (cfg.data, cfg.lr, cfg.packing, cfg.epochs, cfg.lora_target_modules) == \
         ("d.jsonl", 0.25, True, 2.0, ("q_proj",))
     with pytest.raises(ValueError, match="unknown config keys"):
         load_sft_config(None, {"learning_rate": 1.0})
+
+
+def test_a_rows_tools_are_shown_as_the_rollout_shows_them(tok):
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {}}}]
+    ex = encode_row(tok, {**CHAT, "tools": tools})
+    prompt = encode_prompt(tok, CHAT["prompt"], tools)
+    assert prompt != encode_prompt(tok, CHAT["prompt"]) and ex.ids[:len(prompt)] == prompt
+    assert ex.trained == [False] * len(prompt) + [True, True]

@@ -80,16 +80,16 @@ def _assistant_ids(tokenizer, text: str, where: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
 
 
-def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str
-                  ) -> tuple[list[int], list[bool]]:
+def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str,
+                  tools: list[dict] | None = None) -> tuple[list[int], list[bool]]:
     """`context` (messages, not trained on) followed by `turns`, whose assistant messages are
     trained on and whose other messages are rendered as the multi-turn rollout renders the
-    environment's replies."""
+    environment's replies; `tools` (the row's tool schemas) shown as the rollout shows them."""
     for i, m in enumerate(context):
         _content(m, f"{where} message {i + 1}")
     if not turns or turns[0].get("role") != "assistant":
         raise DataError(f"{where}: no assistant turn to train on after the prompt")
-    ids = encode_prompt(tokenizer, context)
+    ids = encode_prompt(tokenizer, context, tools)
     trained = [False] * len(ids)
     history, before_reply, pending = list(context), None, []
     for i, m in enumerate(turns):
@@ -98,7 +98,7 @@ def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str
             pending.append(m)
             continue
         if before_reply is not None:     # the end of the last reply, the environment's turn
-            env = env_token_ids(tokenizer, before_reply, pending, None, ended_with_eos=True)
+            env = env_token_ids(tokenizer, before_reply, pending, tools, ended_with_eos=True)
             ids += env
             trained += [False] * len(env)
             history += pending
@@ -116,6 +116,10 @@ def encode_row(tokenizer, row, where: str = "row") -> Example:
         kind = row_format(row)
     except DataError as exc:
         raise DataError(f"{where}: {exc}") from None
+    tools = row.get("tools") or None      # TRL's `tools` column: tool schemas for the template
+    if tools is not None and not (isinstance(tools, list)
+                                  and all(isinstance(t, dict) for t in tools)):
+        raise DataError(f"{where}: `tools` must be a list of tool schemas (JSON objects)")
     if kind == "text":
         text = row["text"]
         if not isinstance(text, str) or not text.strip():
@@ -130,20 +134,21 @@ def encode_row(tokenizer, row, where: str = "row") -> Example:
                       if isinstance(m, dict) and m.get("role") == "assistant"), None)
         if first is None or first == 0:
             raise DataError(f"{where}: `messages` needs a user turn and then an assistant turn")
-        return Example(*_conversation(tokenizer, messages[:first], messages[first:], where))
+        return Example(*_conversation(tokenizer, messages[:first], messages[first:], where,
+                                      tools))
     prompt, completion = row["prompt"], row["completion"]
     if isinstance(prompt, str):
         if not isinstance(completion, str):
             raise DataError(f"{where}: a string prompt takes a string completion (a list of "
                             "messages goes with a list-of-messages prompt)")
-        ids = encode_prompt(tokenizer, prompt)
+        ids = encode_prompt(tokenizer, prompt, tools)
         reply = _assistant_ids(tokenizer, completion, f"{where} completion")
         return Example(ids + reply, [False] * len(ids) + [True] * len(reply))
     if isinstance(prompt, list) and prompt:
         if not isinstance(completion, list):
             raise DataError(f"{where}: a list-of-messages prompt takes a completion that is a "
                             "list of messages, e.g. [{\"role\": \"assistant\", \"content\": ...}]")
-        return Example(*_conversation(tokenizer, prompt, completion, where))
+        return Example(*_conversation(tokenizer, prompt, completion, where, tools))
     raise DataError(f"{where}: `prompt` must be a non-empty string or list of chat messages")
 
 
@@ -196,10 +201,10 @@ def truncate(examples: list[Example], max_length: int) -> list[Example]:
     if not kept:
         raise DataError(f"every example's prompt fills max_length={max_length}: raise max_length")
     if cut:
+        gone = f"; {dropped} kept no completion token and were dropped" if dropped else ""
         warnings.warn(f"{cut} of {len(examples)} examples are longer than max_length="
                       f"{max_length} and were cut (their completions lose the end and the EOS"
-                      + (f"; {dropped} kept no completion token and were dropped" if dropped else "")
-                      + "): raise max_length", stacklevel=2)
+                      f"{gone}): raise max_length", stacklevel=2)
     return kept
 
 

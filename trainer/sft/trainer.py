@@ -78,7 +78,8 @@ class SFTTrainer:
                                    else "cpu" if cfg.device == "auto" else cfg.device)
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         self.train_set, self.eval_set = self._load_data()
-        self.steps = cfg.steps or math.ceil(cfg.epochs * len(self.train_set) / cfg.examples_per_step)
+        self.steps = cfg.steps or math.ceil(cfg.epochs * len(self.train_set)
+                                            / cfg.examples_per_step)
         self.policy = self._build_policy(checkpoint)
         if cfg.packing and not packs(self.policy):
             raise ValueError("packing needs the model's attention to take a block-diagonal mask "
