@@ -326,3 +326,13 @@ def test_a_rows_tools_are_shown_as_the_rollout_shows_them(tok):
     prompt = encode_prompt(tok, CHAT["prompt"], tools)
     assert prompt != encode_prompt(tok, CHAT["prompt"]) and ex.ids[:len(prompt)] == prompt
     assert ex.trained == [False] * len(prompt) + [True, True]
+
+
+def test_resume_refuses_a_change_that_makes_another_run(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step-000001").mkdir(parents=True)
+    (run / "checkpoints" / "latest").write_text("step-000001")
+    (run / "config.json").write_text(json.dumps(
+        {"kind": "sft", "config": SFTConfig(data="d.jsonl", output_dir=str(run)).to_dict()}))
+    with pytest.raises(ValueError, match="batch_size, lr cannot change"):
+        SFTTrainer.resume(run, lr=1.0, batch_size=3, steps=9)

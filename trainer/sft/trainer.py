@@ -67,6 +67,17 @@ def lr_factor(step: int, warmup: int, total: int, schedule: str) -> float:
     return 1.0 - progress if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+RESUMABLE = {"steps", "epochs", "checkpoint_every", "eval_every", "tensorboard", "report_to",
+             "progress", "device", "output_dir"}
+"""Fields a resume may change; any other change would make it a different run."""
+
+
+def _differs(value, saved) -> bool:
+    if isinstance(value, (list, tuple)) and isinstance(saved, (list, tuple)):
+        return list(value) != list(saved)
+    return value != saved
+
+
 class SFTTrainer:
     """One SFT run. `SFTTrainer(config).train()`; `SFTTrainer.resume(run_dir).train()`."""
 
@@ -127,7 +138,14 @@ class SFTTrainer:
         run_dir = Path(run_dir)
         ckpt = latest_checkpoint(run_dir)
         saved = json.loads((run_dir / "config.json").read_text())["config"]
-        return cls(load_sft_config(None, {**saved, **overrides, "output_dir": str(run_dir)}), ckpt)
+        cfg = load_sft_config(None, {**saved, **overrides, "output_dir": str(run_dir)})
+        changed = sorted(k for k, v in cfg.to_dict().items()
+                         if k not in RESUMABLE and _differs(v, saved.get(k)))
+        if changed:
+            raise ValueError(f"a resumed run continues the same training; {', '.join(changed)} "
+                             f"cannot change (only {', '.join(sorted(RESUMABLE))} can): start a "
+                             f"new run from this one with model={run_dir}")
+        return cls(cfg, ckpt)
 
     # --- the loop ---------------------------------------------------------------------------
     def train(self) -> Path:
