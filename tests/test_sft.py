@@ -336,3 +336,21 @@ def test_resume_refuses_a_change_that_makes_another_run(tmp_path):
         {"kind": "sft", "config": SFTConfig(data="d.jsonl", output_dir=str(run)).to_dict()}))
     with pytest.raises(ValueError, match="batch_size, lr cannot change"):
         SFTTrainer.resume(run, lr=1.0, batch_size=3, steps=9)
+
+
+def test_the_step_loss_is_a_token_mean_whatever_the_micro_batches(tiny_model, tmp_path):
+    # 4 examples of different lengths in one step: 1 micro-batch of 4, or 4 of 1 accumulated,
+    # packed or not. The loss is sum(NLL) / sum(trained tokens) over the step in every case.
+    data = write_jsonl(tmp_path / "d.jsonl", sums(4))
+    out = []
+    for i, kw in enumerate([{"batch_size": 4, "grad_accumulation": 1},
+                            {"batch_size": 1, "grad_accumulation": 4},
+                            {"batch_size": 2, "grad_accumulation": 2, "packing": True}]):
+        tr = SFTTrainer(SFTConfig(**{**TINY, **kw}, model=tiny_model, data=data, steps=1,
+                                  output_dir=str(tmp_path / str(i))))
+        m = tr.train_step()
+        out.append((m["loss"], m["tokens/trained"],
+                    torch.cat([p.detach().flatten() for p in tr.policy.parameters()])))
+    for loss, tokens, w in out[1:]:
+        assert loss == pytest.approx(out[0][0], rel=1e-5) and tokens == out[0][1]
+        assert torch.allclose(w, out[0][2], atol=1e-6)
