@@ -339,9 +339,11 @@ def test_resume_refuses_a_change_that_makes_another_run(tmp_path):
 
 
 def test_the_step_loss_is_a_token_mean_whatever_the_micro_batches(tiny_model, tmp_path):
-    # 4 examples of different lengths in one step: 1 micro-batch of 4, or 4 of 1 accumulated,
-    # packed or not. The loss is sum(NLL) / sum(trained tokens) over the step in every case.
-    data = write_jsonl(tmp_path / "d.jsonl", sums(4))
+    # 4 completions of 2 to 41 tokens in one step: 1 micro-batch of 4, or 4 of 1 accumulated,
+    # packed or not. The loss is sum(NLL) / sum(trained tokens) over the step in every case
+    # (a mean of per-micro-batch means would weigh the short completion's tokens 20x more).
+    data = write_jsonl(tmp_path / "d.jsonl", [{"prompt": f"{n}?", "completion": "x" * n}
+                                              for n in (1, 7, 20, 40)])
     out = []
     for i, kw in enumerate([{"batch_size": 4, "grad_accumulation": 1},
                             {"batch_size": 1, "grad_accumulation": 4},
