@@ -87,7 +87,7 @@ def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str,
     environment's replies; `tools` (the row's tool schemas) shown as the rollout shows them."""
     for i, m in enumerate(context):
         _content(m, f"{where} message {i + 1}")
-    if not turns or turns[0].get("role") != "assistant":
+    if not turns or not isinstance(turns[0], dict) or turns[0].get("role") != "assistant":
         raise DataError(f"{where}: no assistant turn to train on after the prompt")
     ids = encode_prompt(tokenizer, context, tools)
     trained = [False] * len(ids)
