@@ -72,6 +72,9 @@ SLOW = (
     "test_server_rollouts.py::test_training_through_the_server_syncs_and_measures_the_staleness",
     "test_server_rollouts.py::test_a_server_failing_mid_run_refuses_the_step_and_the_run_resumes",
     "test_server_rollouts.py::test_a_transient_server_error_is_retried",
+    "test_sft.py::test_resume_is_exact",                    # three short SFT runs
+    "test_sft.py::test_cli_trains_plots_refuses_a_second_run_and_the_run_is_a_model",
+    "test_sft.py::test_gradient_checkpointing_and_bf16_train_the_same_step",
     # `rlvr audit` on the environments whose attacks run programs or stall the math reader
     *(f"test_audit.py::test_builtin_environment_audit[{env}]" for env in (
         "code", "code (docker)", "code-stdio", "code-feedback", "humaneval", "mbpp", "math", "math-arithmetic",

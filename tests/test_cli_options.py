@@ -84,9 +84,10 @@ def _config_of(name: str):
     from rlvr.trainer.evaluation.evaluate import EvalConfig
     from rlvr.trainer.reward_models.preferences import MakePrefsConfig
     from rlvr.trainer.reward_models.rm_training import TrainRMConfig
+    from rlvr.trainer.sft.config import SFTConfig
     return {"score": ScoreConfig, "eval": EvalConfig, "train": TrainConfig, "audit": AuditConfig,
             "train-rm": TrainRMConfig, "make-prefs": MakePrefsConfig, "run": Limits,
-            "distill-data": DistillDataConfig, "serve": ServeConfig}.get(name)
+            "distill-data": DistillDataConfig, "serve": ServeConfig, "sft": SFTConfig}.get(name)
 
 
 def _commands():

@@ -46,13 +46,14 @@ def clear_run(out: Path) -> None:
         shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
-def fresh_run_folder(out: Path, overwrite: bool = False) -> None:
+def fresh_run_folder(out: Path, overwrite: bool = False, command: str = "rlvr train") -> None:
     """Make `out` ready for a new run: refuse one that holds a run (a second run would mix its
-    metrics and checkpoints with the first's), or with `overwrite` remove that run first."""
+    metrics and checkpoints with the first's), or with `overwrite` remove that run first.
+    `command` is the one the refusal tells to resume with."""
     if not holds_run(out):
         return
     if not overwrite:
-        raise RunFolderError(f"{out} already holds a run; continue it with `rlvr train --resume "
+        raise RunFolderError(f"{out} already holds a run; continue it with `{command} --resume "
                              f"{out}`, replace it with --overwrite, or set another output_dir")
     clear_run(out)
 

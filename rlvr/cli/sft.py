@@ -1,0 +1,53 @@
+"""`rlvr sft [--config FILE.toml] [--FIELD VALUE ...] [FIELD=VALUE ...]` and
+`rlvr sft --resume RUN_DIR [...]`: supervised fine-tuning on verified completions.
+
+Every option is an SFTConfig field (rlvr.cli.options: the field's type, default and docstring);
+a field given as `--field value` or `field=value` overrides the TOML file.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from .train import add_run_arguments, report_run
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sft", help="supervised fine-tuning of a student on (verified) completions",
+        description="Fine-tune a model on prompt/completion, messages or text rows (TRL's "
+                    "formats; `rlvr distill-data` writes prompt/completion rows), with the loss "
+                    "on completion tokens only. KEY=VALUE pairs override the TOML file. "
+                    "`--help-config` lists every field with its documentation.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    from rlvr.trainer.sft.config import SFTConfig
+    add_run_arguments(p, SFTConfig)
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from rlvr.trainer.sft.config import SFTConfig, parse_sft_overrides, sft_field_docs
+    from rlvr.usage import UsageError
+    if args.help_config:
+        for name, typ, default, doc in sft_field_docs():
+            print(f"{name} ({typ}, default {default!r})\n    {doc}")
+        return 0
+    from rlvr.trainer.sft.trainer import SFTTrainer, sft
+    try:
+        fields = {f.name for f in dataclasses.fields(SFTConfig)}
+        overrides = {**{k: v for k, v in vars(args).items() if k in fields},
+                     **parse_sft_overrides(args.overrides)}
+        if args.resume:
+            if args.config:
+                raise UsageError("--resume takes the run's saved config; pass overrides instead")
+            run_dir = SFTTrainer.resume(args.resume, **overrides).train()
+        else:
+            if args.config is not None and not args.config.exists():
+                raise UsageError(f"config file not found: {args.config}")
+            run_dir = sft(args.config, overwrite=args.overwrite, **overrides)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from exc
+    report_run(run_dir)
+    return 0
