@@ -95,6 +95,21 @@ def test_think_opening_template_is_the_prompt_the_student_is_trained_to_continue
     assert ex.trained[n:] == [True] * (len(ex.ids) - n)
 
 
+def test_a_trace_that_opens_think_is_trained_from_after_the_templates_prefill(tiny_model,
+                                                                             tmp_path):
+    """`rlvr distill-data` writes `<think>...` for chat prompts; a think-opening template has
+    already put `<think>` at the end of the prompt, so the student learns the rest, exactly the
+    tokens it writes when sampled. A template without the prefill keeps the trace whole."""
+    from rlvr.trainer.recipes.r1zero import think_tokenizer
+    think = load_tokenizer(think_tokenizer(tiny_model, tmp_path))
+    row = {"prompt": CHAT["prompt"],
+           "completion": [{"role": "assistant", "content": "<think>2+3</think>5"}]}
+    plain_trace = {**row, "completion": [{"role": "assistant", "content": "2+3</think>5"}]}
+    assert encode_row(think, row).ids == encode_row(think, plain_trace).ids
+    plain = load_tokenizer(tiny_model)
+    assert encode_row(plain, row).ids != encode_row(plain, plain_trace).ids
+
+
 # --- packing ------------------------------------------------------------------------------------
 def gpt2(tok):
     """A tiny GPT-2: absolute position embeddings, so packed positions must restart at 0

@@ -30,7 +30,8 @@ from rlvr.rows import BadRow, iter_rows
 from ..episodes import env_token_ids
 from ..rollout import encode_prompt
 
-__all__ = ["Example", "DataError", "row_format", "encode_row", "load_examples", "split_held_out"]
+__all__ = ["Example", "DataError", "row_format", "encode_row", "load_examples", "split_held_out",
+           "after_generation_prompt"]
 
 
 class DataError(ValueError):
@@ -80,6 +81,22 @@ def _assistant_ids(tokenizer, text: str, where: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
 
 
+def after_generation_prompt(tokenizer, context: list[dict], text: str) -> str:
+    """`text` less what the chat template's generation prompt already ends with: a template
+    that opens the assistant turn with `<think>` samples the student after that prefill, so a
+    trace that begins with `<think>` is trained from after it (not taught to open it twice)."""
+    try:
+        bare = tokenizer.apply_chat_template(context, tokenize=False)
+        full = tokenizer.apply_chat_template(context, add_generation_prompt=True, tokenize=False)
+    except Exception:       # a template that cannot render the context fails later, named
+        return text
+    prefill = full[len(bare):] if full.startswith(bare) else ""
+    for k in range(min(len(prefill), len(text)), 0, -1):
+        if prefill.endswith(text[:k]) and text[:k].strip():
+            return text[k:]
+    return text
+
+
 def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str,
                   tools: list[dict] | None = None) -> tuple[list[int], list[bool]]:
     """`context` (messages, not trained on) followed by `turns`, whose assistant messages are
@@ -102,6 +119,8 @@ def _conversation(tokenizer, context: list[dict], turns: list[dict], where: str,
             ids += env
             trained += [False] * len(env)
             history += pending
+        if before_reply is None:         # the first reply follows the generation prompt
+            text = after_generation_prompt(tokenizer, context, text)
         reply = _assistant_ids(tokenizer, text, f"{where} assistant turn {i + 1}")
         ids += reply
         trained += [True] * len(reply)
