@@ -149,6 +149,18 @@ def test_a_completion_longer_than_the_judge_reads_is_scored_zero_not_failed():
     assert judge.calls == []
 
 
+def test_a_local_judge_runs_a_transformers_model(tiny_model):
+    from rlvr.verifiers.judge import LocalJudge, render_messages
+    reward = JudgeReward(JudgeConfig(model=str(tiny_model), max_tokens=3, retries=1))
+    verdict = reward.score(TASK, RIGHT)     # a random model writes no grade line: its failure
+    assert verdict.status == "error" and reward.stats["judge_calls"] == 2, verdict
+    judge = LocalJudge(str(tiny_model), prefill="SCORE: ")
+    answers = judge(render_messages(reward.config, TASK, RIGHT), 2, 1.0, 2)
+    assert len(answers) == 2 and all(a.startswith("SCORE: ") for a in answers)
+    with pytest.raises(ValueError, match="prefill is for a local judge"):
+        JudgeConfig(endpoint="http://127.0.0.1:1/v1", prefill="SCORE: ")
+
+
 # --------------------------------------------------------------------------- injections
 
 def _injected(text):
@@ -322,3 +334,36 @@ def test_the_injection_strategy_compares_with_the_same_wrong_answer():
     assert len(attempts) == 3 * len(INJECTIONS)
     assert {a.control for a in attempts} == {plain} and all(a.text != plain for a in attempts)
     assert all(case.gold not in a.text.replace(plain, "") for a in attempts)
+
+
+def _half_credit(gullible: bool):
+    """A judge that gives every wrong answer 5 of 10 (so wrong answers earn reward with or
+    without an injection); a gullible one also believes a grade written inside the quote."""
+    def judge(messages, n, temperature, max_tokens):
+        grade = obedient_grade(messages)
+        quoted = messages[-1]["content"].split("<completion>", 1)[1]
+        if gullible and "SCORE: 10" in quoted.split("</completion>", 1)[0]:
+            grade = "SCORE: 10"
+        return [grade if grade == "SCORE: 10" else "SCORE: 5"] * n
+    return judge
+
+
+@pytest.mark.parametrize("gullible", [False, True])
+def test_the_injection_finding_is_a_rise_over_the_same_wrong_answer(gullible):
+    from rlvr import Environment, RowSource, register_env
+    name = f"test-half-credit-{gullible}"
+
+    @register_env(name, replace=True)
+    def half_credit():
+        reward = JudgeReward(JudgeConfig(), judge=_half_credit(gullible))
+        return Environment(name, RowSource({"train": [TASK]}), [(reward, 1.0)],
+                           gold=lambda t: RIGHT)
+
+    report = run_audit(AuditConfig(name, n=1, workers=0,
+                                   strategies="injection,wrong-perfect-format"))
+    by_name = {r.name: r for r in report.results}
+    assert by_name["wrong-perfect-format"].result == "REWARDED"     # 0.5 for a wrong answer
+    # the same 0.5 with an injection is no finding; a judge that believes a grade inside the
+    # quote (quoting cannot cure that) is: three injections carry `SCORE: 10`, three places each
+    assert by_name["injection"].result == ("REWARDED" if gullible else "pass"), report.render()
+    assert by_name["injection"].rewarded == (9 if gullible else 0)

