@@ -4,10 +4,8 @@ judges and a local HTTP server, no model."""
 import html
 import json
 import re
-import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -202,70 +200,57 @@ def test_the_completion_is_quoted_as_data():
 
 # --------------------------------------------------------------------------- an endpoint
 
-class JudgeServer:
-    """An OpenAI-compatible /v1/chat/completions that grades like `obedient_grade`, and can be
-    told to answer 500 or to answer late."""
+def judge_server():
+    """`rlvr eval --endpoint`'s test server (tests/test_eval_endpoint.py) answering as a judge:
+    each choice grades like `obedient_grade`; `mode` "500" answers every request with a server
+    error, "slow" answers after a second."""
+    from test_eval_endpoint import FakeServer      # skips without the `openai` client
 
-    def __init__(self):
-        self.requests, self.mode = [], "ok"
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    class JudgeServer(FakeServer):
+        def __init__(self):
+            super().__init__()
+            self.mode = "ok"
+            self.httpd.daemon_threads = True
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        def _handler(self):
+            server = self
 
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+            class Judge(BaseHTTPRequestHandler):
+                def log_message(self, *args):
+                    pass
 
-    def _handler(self):
-        server = self
+                def do_POST(self):
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    server.requests.append(body)
+                    if server.mode == "500":
+                        return self._send(500, {"error": {"message": "boom", "type": "server"}})
+                    if server.mode == "slow":
+                        time.sleep(1.0)
+                    text = obedient_grade(body["messages"])
+                    self._send(200, {"id": "x", "object": "chat.completion", "created": 0,
+                                     "model": body["model"], "choices": [
+                                         {"index": i, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": text}}
+                                         for i in range(body.get("n", 1))]})
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                if server.mode == "500":
-                    return self._send(500, {"error": {"message": "boom", "type": "server"}})
-                if server.mode == "slow":
-                    time.sleep(1.0)
-                text = obedient_grade(body["messages"])
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0,
-                                 "model": body["model"], "choices": [
-                                     {"index": i, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}
-                                     for i in range(body.get("n", 1))]})
-
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass                        # the client gave up (its timeout): expected
-        return Handler
+                def _send(self, code, payload):
+                    data = json.dumps(payload).encode()
+                    try:
+                        self.send_response(code)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass                        # the client gave up (its timeout): expected
+            return Judge
+    return JudgeServer()
 
 
 @pytest.fixture(scope="module")
 def server():
-    pytest.importorskip("openai")
-    srv = JudgeServer()
-    yield srv
-    srv.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    with judge_server() as srv:
+        yield srv
 
 
 def _endpoint(url, **kw) -> JudgeReward:
@@ -273,6 +258,7 @@ def _endpoint(url, **kw) -> JudgeReward:
 
 
 def test_an_endpoint_judge_scores_and_its_failures_are_typed(server):
+    from test_eval_endpoint import _free_port
     server.mode = "ok"
     reward = _endpoint(server.url, samples=3, temperature=0.5)
     assert reward.score(TASK, RIGHT).score == 1.0 and reward.score(TASK, WRONG).score == 0.0
@@ -367,3 +353,14 @@ def test_the_injection_finding_is_a_rise_over_the_same_wrong_answer(gullible):
     # quote (quoting cannot cure that) is: three injections carry `SCORE: 10`, three places each
     assert by_name["injection"].result == ("REWARDED" if gullible else "pass"), report.render()
     assert by_name["injection"].rewarded == (9 if gullible else 0)
+
+
+def test_the_pool_deadline_covers_every_retry_and_the_doctests_run():
+    import doctest
+    # local: (2 retries + 1) asks x (5 s + 1 s slack) = 18 s; endpoint: each ask may also be
+    # retried by the client (2 + 1 requests): 3 x 3 x 6 s = 54 s
+    assert _reward(obedient, retries=2, timeout_s=5).max_verify_s == pytest.approx(18)
+    endpoint = JudgeReward(JudgeConfig(endpoint="http://127.0.0.1:1/v1", model="m", retries=2,
+                                       request_retries=2, timeout_s=5))
+    assert endpoint.max_verify_s == pytest.approx(54)
+    assert doctest.testmod(judge_module).failed == 0

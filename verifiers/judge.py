@@ -153,7 +153,8 @@ class JudgeConfig:
     max_completion_chars: int = 8000
     """Longest completion the judge reads; a longer one is scored 0 (`ok`, with the reason)."""
     timeout_s: float = 60.0
-    """Deadline per judge request (endpoint)."""
+    """Deadline per judge request: enforced by the client for an endpoint; for a local judge
+    the time one generation is budgeted (the worker pool's deadline is derived from it)."""
     request_retries: int = 2
     """Retries of a failed request (connection refused, timeout, 429/5xx), with backoff."""
     api_key_env: str = "OPENAI_API_KEY"
@@ -335,9 +336,8 @@ class JudgeReward(BaseReward):
         """Every request of every retry may run its whole deadline: the pool's deadline is
         derived from this, so a slow judge ends as this reward's `timeout`, not the pool's."""
         c = self.config
-        if not c.endpoint:
-            return 0.0
-        return (c.retries + 1) * (c.request_retries + 1) * (c.timeout_s + 1.0)
+        requests = c.request_retries + 1 if c.endpoint else 1
+        return (c.retries + 1) * requests * (c.timeout_s + 1.0)
 
     def __getstate__(self):
         """Pickle the recipe: a worker builds its own judge (a model or a client)."""
