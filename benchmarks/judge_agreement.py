@@ -37,6 +37,12 @@ PROMPT = [{"role": "user", "content": "(The question is not shown: grade the fin
                                       "against the reference answer.)"}]
 
 
+ONE_TOKEN_RUBRIC = ("Score {top} if the final answer in the completion is mathematically "
+                    "equivalent to the reference answer, and 0 if it is not, if it gives several "
+                    "different final answers, or if it gives none.")
+"""The default rubric on a scale whose every score is one token (one digit) for SmolLM2."""
+
+
 def load_cases(limit: int) -> list[dict]:
     public = [json.loads(line) for line in PUBLIC.read_text().splitlines() if line.strip()]
     extra = [r for r in map(json.loads, FIXTURE.read_text().splitlines())
@@ -70,7 +76,8 @@ def rates(rows: list[dict], truth: str) -> dict:
     pos, neg = sum(right), len(right) - sum(right)
     fp = sum(p and not t for p, t in zip(passed, right))
     fn = sum(t and not p for p, t in zip(passed, right))
-    return {"n": len(scored), "agreement": sum(p == t for p, t in zip(passed, right)) / len(scored),
+    agree = sum(p == t for p, t in zip(passed, right))
+    return {"n": len(scored), "agreement": agree / len(scored) if scored else None,
             "false_positive_rate": fp / neg if neg else None,
             "false_negative_rate": fn / pos if pos else None, "truth_right": pos,
             "truth_wrong": neg, "judge_passed": sum(passed)}
@@ -87,6 +94,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=300)
     ap.add_argument("--audit-tasks", type=int, default=2)
     ap.add_argument("--strict", action="store_true", help="no prefill, 32 tokens, no retries")
+    ap.add_argument("--scale", choices=("0-10", "0-1", "0-9"), default="0-10",
+                    help="0-10 read from two prefilled tokens; 0-1 or 0-9 from one")
     ap.add_argument("--json", type=Path, help="write every row's verdicts here")
     args = ap.parse_args(argv)
     import torch
@@ -98,10 +107,23 @@ def main(argv=None) -> int:
     env_args = {"base_env": "math", "model": folder}
     env_args.update({"max_tokens": 32, "retries": 0} if args.strict else
                     {"max_tokens": 2, "prefill": "SCORE: "})
+    if args.scale != "0-10":
+        top = int(args.scale[-1])
+        env_args.update(rubric=ONE_TOKEN_RUBRIC.format(top=top), max_score=top, max_tokens=1)
     env = load_env("judge", check=False, **env_args)
-    cases = load_cases(args.rows)
+    cases = load_cases(args.rows) if args.rows else []
     print(f"judge: SmolLM2-135M-Instruct ({folder}), greedy, {env_args}; {len(cases)} "
           "completions")
+    if cases:
+        agreement(env, cases, args.json)
+    if args.audit_tasks:
+        start = time.perf_counter()
+        print(audit(env_args, args.audit_tasks))
+        print(f"audit: {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def agreement(env, cases: list[dict], out: Path | None) -> None:
     start = time.perf_counter()
     rows = score_rows(env, cases)
     seconds = time.perf_counter() - start
@@ -118,13 +140,8 @@ def main(argv=None) -> int:
         "rule_vs_expected": sum(r["rule_right"] == r["expected"] for r in rows) / len(rows),
     }
     print(json.dumps(summary, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
-    if args.audit_tasks:
-        start = time.perf_counter()
-        print(audit(env_args, args.audit_tasks))
-        print(f"audit: {time.perf_counter() - start:.0f} s")
-    return 0
+    if out:
+        out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":
