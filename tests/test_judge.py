@@ -364,3 +364,11 @@ def test_the_pool_deadline_covers_every_retry_and_the_doctests_run():
                                        request_retries=2, timeout_s=5))
     assert endpoint.max_verify_s == pytest.approx(54)
     assert doctest.testmod(judge_module).failed == 0
+
+
+def test_the_version_changes_with_the_judging():
+    base = _reward(obedient).version
+    assert base.startswith("smollm2@local#")
+    assert _reward(obedient, rubric="Score 10 if it rhymes.").version != base
+    assert _reward(obedient, score_line=r"GRADE: (\d+)").version != base
+    assert _reward(obedient, device="cuda", timeout_s=5).version == base     # same judging

@@ -31,8 +31,10 @@ The score is the judge's integer mapped onto [0, 1]: (s - min_score) / (max_scor
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import importlib.util
+import json
 import os
 import re
 import statistics
@@ -296,6 +298,15 @@ class LocalJudge:
                 for row in out]
 
 
+def _fingerprint(cfg: JudgeConfig) -> str:
+    """The judge and a hash of everything that decides its scores (rubric, template, parsing
+    rule, scale, sampling), so scored files say which judging produced them."""
+    judging = {k: v for k, v in asdict(cfg).items()
+               if k not in ("name", "device", "api_key_env", "timeout_s", "request_retries")}
+    digest = hashlib.sha256(json.dumps(judging, sort_keys=True).encode()).hexdigest()[:10]
+    return f"{cfg.model}@{cfg.endpoint or 'local'}#{digest}"
+
+
 def build_judge(cfg: JudgeConfig) -> Judge:
     """The judge a config names: an endpoint's, or a local model."""
     if cfg.endpoint:
@@ -324,8 +335,7 @@ class JudgeReward(BaseReward):
             raise TypeError("pass either a config or keyword arguments, not both")
         self.config = config or JudgeConfig(**kwargs)
         self.name = self.config.name
-        where = self.config.endpoint or "local"
-        self.version = f"{self.config.model}@{where}"
+        self.version = _fingerprint(self.config)
         self.max_verify_s = self._longest_verification()
         self.stats = {"judge_calls": 0, "unreadable_answers": 0, "errors": 0, "infra_errors": 0,
                       "timeouts": 0}
@@ -349,9 +359,6 @@ class JudgeReward(BaseReward):
     def __setstate__(self, state):
         self.__init__(state["config"], judge=state.get("judge"))
         self.stats = state["stats"]
-
-    def describe(self) -> dict:
-        return {"version": self.version, **asdict(self.config)}
 
     def _score(self, task: Task, completion: Completion) -> Verdict:
         c = self.config
