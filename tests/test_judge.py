@@ -287,8 +287,8 @@ def test_the_judge_environment_scores_and_audits_through_the_cli(server, tmp_pat
     assert set(verdict.components) == {"judge", "math", "think_format"}   # the rules: logged
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"id": task.id, "completion": env.gold(task)}) + "\n")
-    assert main(["score", "--env", "judge", *args, "--workers", "0", str(rows),
-                 "-o", str(tmp_path / "out.jsonl")]) == 0
+    assert main(["score", "--env", "judge", *args, "--workers", "1", str(rows),
+                 "-o", str(tmp_path / "out.jsonl")]) == 0         # rebuilt by name in a worker
     scored = json.loads((tmp_path / "out.jsonl").read_text())
     assert scored["score"] == 1.0, scored
     capsys.readouterr()
