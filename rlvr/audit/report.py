@@ -32,7 +32,8 @@ class StrategyResult:
     attempts: int = 0
     mean_reward: float = 0.0
     rewarded: int = 0
-    """Attempts that earned a score above 0."""
+    """Attempts that earned a score above 0 (above their control's, for attempts that carry
+    one: what the attack alone earned)."""
     solved: int = 0
     """Attempts that solved their task (`Verdict.solved`)."""
     statuses: dict = field(default_factory=dict)
@@ -49,18 +50,25 @@ class StrategyResult:
 
     @classmethod
     def scored(cls, name: str, legit: bool, rows: list[tuple]) -> "StrategyResult":
-        """From (task id, attempt, verdict) rows."""
-        verdicts = [v for _, _, v in rows]
-        rewarded = [v.score > 0 for v in verdicts]
+        """From (task id, attempt, verdict[, control's verdict]) rows."""
+        verdicts = [row[2] for row in rows]
+        rewarded = [v.score > _baseline(row) for v, row in zip(verdicts, rows)]
         solved = [v.solved for v in verdicts]
         escaped = [v.status in ESCAPES for v in verdicts]
         bad = [e or (not s if legit else r) for e, s, r in zip(escaped, solved, rewarded)]
         result = ESCAPED if any(escaped) else (REFUSED if legit else REWARDED) if any(bad) else PASS
-        task_id, attempt, v = rows[bad.index(True) if any(bad) else 0]
+        task_id, attempt, v = rows[bad.index(True) if any(bad) else 0][:3]
         return cls(name, legit, result, len(rows), sum(v.score for v in verdicts) / len(rows),
                    sum(rewarded), sum(solved), dict(Counter(v.status for v in verdicts)),
                    quantile([v.latency_s for v in verdicts], 0.99),
                    _example(task_id, attempt, v))
+
+
+def _baseline(row: tuple) -> float:
+    """What an attempt must not exceed: its control's score (0 when the control failed, as it
+    has no score to compare with), or 0 without a control."""
+    control = row[3] if len(row) > 3 else None
+    return 0.0 if control is None or control.failed else control.score
 
 
 def _example(task_id: str, attempt, verdict: Verdict, width: int = 400) -> dict:

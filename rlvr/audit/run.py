@@ -13,7 +13,7 @@ from rlvr.pooled_reward import derive_deadline
 
 from .report import BROKEN, SKIPPED, AuditReport, StrategyResult
 from .registry import list_strategies
-from .strategy import KINDS, Strategy, make_case, task_kind
+from .strategy import KINDS, Attempt, Strategy, make_case, task_kind
 
 __all__ = ["AuditConfig", "run_audit"]
 
@@ -104,13 +104,19 @@ def _attack(strategies: list[Strategy], cases: list, kind: str, reward) -> list[
                 if a.plant == plants]
         if not rows:
             continue
-        verdicts = reward.score_batch([t for _, t, _ in rows],
-                                      [a.completion() for _, _, a in rows])
+        controls = {(t.id, a.control, a.finish_reason): t for _, t, a in rows
+                    if a.control is not None}          # each control scored once
+        verdicts = reward.score_batch(
+            [t for _, t, _ in rows] + list(controls.values()),
+            [a.completion() for _, _, a in rows]
+            + [Attempt(text, finish).completion() for _, text, finish in controls])
         if plants:
             continue
+        baseline = dict(zip(controls, verdicts[len(rows):]))
         by_name: dict[str, list] = {}
         for (name, task, attempt), verdict in zip(rows, verdicts):
-            by_name.setdefault(name, []).append((task.id, attempt, verdict))
+            control = baseline.get((task.id, attempt.control, attempt.finish_reason))
+            by_name.setdefault(name, []).append((task.id, attempt, verdict, control))
         for name, scored in by_name.items():
             legit = next(s.legit for s in strategies if s.name == name)
             results[name] = StrategyResult.scored(name, legit, scored)

@@ -39,10 +39,14 @@ _SCHEMA_TYPES = ("object", "array", "string", "number", "integer", "boolean", "n
 @dataclass(frozen=True)
 class Attempt:
     """One completion a strategy submits. A `plant` is scored before the others and not
-    counted: what an earlier sample left behind for a thief to find."""
+    counted: what an earlier sample left behind for a thief to find. A `control` is the same
+    completion without the attack: the attempt is then a finding when it scores above its
+    control, not above 0 -- so a reward that pays some wrong answers (a judge) is still tested
+    for what the attack alone adds."""
     text: str
     finish_reason: str = "stop"
     plant: bool = False
+    control: str | None = None
 
     def completion(self) -> Completion:
         return Completion(self.text, finish_reason=self.finish_reason)
