@@ -75,6 +75,7 @@ SLOW = (
     "test_sft.py::test_resume_is_exact",                    # three short SFT runs
     "test_sft.py::test_cli_trains_plots_refuses_a_second_run_and_the_run_is_a_model",
     "test_sft.py::test_gradient_checkpointing_and_bf16_train_the_same_step",
+    "test_gpu_check.py::test_the_measurement_runs_on_the_cpu",      # a GRPO step in a subprocess
     # the R1 recipe's five stages on the tiny model
     "test_r1_recipe.py::test_every_stage_runs_on_verified_rows_and_a_rerun_skips_them",
     "test_r1_recipe.py::test_an_empty_rejection_set_is_refused_with_the_fix",
