@@ -13,7 +13,7 @@ from rlvr.core import Reward, Task, WeightedSum
 from rlvr.verifiers.parser import ThinkParser
 
 __all__ = ["Environment", "TaskSource", "ProceduralSource", "RowSource", "r1_chat_prompt", "r1_base_prompt",
-           "think_answer_gold"]
+           "think_answer_gold", "rescored"]
 
 R1_SYSTEM = (
     "A conversation between User and Assistant. The user asks a question, and the Assistant "
@@ -31,6 +31,19 @@ def r1_chat_prompt(question: str) -> list[dict]:
 def r1_base_prompt(question: str) -> str:
     """R1-Zero's base-model template; the completion continues right after `<think>`."""
     return f"{R1_SYSTEM} User: {question} Assistant: <think>"
+
+
+def rescored(base: "Environment", reward, weight: float, verifier_weight: float,
+             note: str) -> "Environment":
+    """`base`'s tasks scored by `reward` (a judge, a learned reward model) at `weight`, with
+    base's own rewards kept at `verifier_weight` times their weights (0: logged beside it only),
+    so each scored row shows the model-based score and the rule's side by side."""
+    rewards = [(reward, weight)] + [(r, w * verifier_weight) for r, w in base.rewards]
+    env = Environment(name=f"{base.name}+{reward.name}", source=base.source, rewards=rewards,
+                      version=f"{base.version}+{reward.version}", parser=base.parser,
+                      description=f"{base.description} {note}")
+    env.gold = base.gold
+    return env
 
 
 def think_answer_gold(answer: Any) -> str:

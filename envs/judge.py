@@ -18,7 +18,7 @@ from __future__ import annotations
 from rlvr.envs.registry import EnvArgumentError, load_env, register_env
 from rlvr.verifiers.judge import JudgeConfig, JudgeReward
 
-from .base import Environment
+from .base import Environment, rescored
 
 __all__ = ["judge_env"]
 
@@ -41,9 +41,4 @@ def judge_env(base_env: str = "math", base_env_args: dict | None = None, weight:
                         f"{sorted(JudgeConfig.__dataclass_fields__)}")
     judge = JudgeReward(JudgeConfig(**judge_args))
     base = load_env(base_env, check=False, **(base_env_args or {}))
-    rewards = [(judge, weight)] + [(r, w * verifier_weight) for r, w in base.rewards]
-    env = Environment(name=f"{base.name}+{judge.name}", source=base.source, rewards=rewards,
-                      version=f"{base.version}+{judge.version}", parser=base.parser,
-                      description=f"{base.description} Scored by judge {judge.version}.")
-    env.gold = base.gold
-    return env
+    return rescored(base, judge, weight, verifier_weight, f"Scored by judge {judge.version}.")

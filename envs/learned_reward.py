@@ -18,7 +18,7 @@ from rlvr.core import Task
 from rlvr.envs.registry import load_env, register_env
 from rlvr.verifiers.reward_model import RewardModel
 
-from .base import Environment, RowSource
+from .base import Environment, RowSource, rescored
 
 __all__ = ["reward_model_env"]
 
@@ -72,9 +72,4 @@ def reward_model_env(path: str, base_env: str | None = None, base_env_args: dict
             name="reward-model", source=source, rewards=[(rm, weight)], version=rm.version,
             description=f"learned reward model {path} ({rm.model.kind})")
     base = load_env(base_env, check=False, **(base_env_args or {}))
-    rewards = [(rm, weight)] + [(r, w * verifier_weight) for r, w in base.rewards]
-    env = Environment(name=f"{base.name}+{name}", source=base.source, rewards=rewards,
-                      version=f"{base.version}+{rm.version}", parser=base.parser,
-                      description=f"{base.description} Plus learned reward model {path}.")
-    env.gold = base.gold
-    return env
+    return rescored(base, rm, weight, verifier_weight, f"Plus learned reward model {path}.")

@@ -5,7 +5,6 @@ import html
 import json
 import re
 import time
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -204,6 +203,7 @@ def judge_server():
     """`rlvr eval --endpoint`'s test server (tests/test_eval_endpoint.py) answering as a judge:
     each choice grades like `obedient_grade`; `mode` "500" answers every request with a server
     error, "slow" answers after a second."""
+    from server_for_tests import JSONHandler
     from test_eval_endpoint import FakeServer      # skips without the `openai` client
 
     class JudgeServer(FakeServer):
@@ -215,10 +215,7 @@ def judge_server():
         def _handler(self):
             server = self
 
-            class Judge(BaseHTTPRequestHandler):
-                def log_message(self, *args):
-                    pass
-
+            class Judge(JSONHandler):
                 def do_POST(self):
                     body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                     server.requests.append(body)
@@ -233,16 +230,6 @@ def judge_server():
                                           "message": {"role": "assistant", "content": text}}
                                          for i in range(body.get("n", 1))]})
 
-                def _send(self, code, payload):
-                    data = json.dumps(payload).encode()
-                    try:
-                        self.send_response(code)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(data)))
-                        self.end_headers()
-                        self.wfile.write(data)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass                        # the client gave up (its timeout): expected
             return Judge
     return JudgeServer()
 
