@@ -73,6 +73,9 @@ class CompletionServer(LocalServer):
         self.lock = threading.Lock()
         self._load(self.model_dir)
         self._serve()
+        # Leaving `with` waits for requests still generating (a stalled one the client gave up
+        # on): a daemon thread inside torch when the interpreter exits aborts the process.
+        self.httpd.daemon_threads = False
 
     def _load(self, path: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer

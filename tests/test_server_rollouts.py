@@ -173,7 +173,8 @@ def _fail_before_step(trainer, srv, step):
 
 
 def test_a_stalled_server_times_out_with_one_clear_line(tiny_model, tmp_path):
-    cfg = server_config(tiny_model, tmp_path / "run", "", server_retries=0, server_timeout_s=0.3)
+    cfg = server_config(tiny_model, tmp_path / "run", "http://127.0.0.1:9/v1", server_retries=0,
+                        server_timeout_s=0.3)            # the URL is set once the server is up
     import rlvr.envs.arithmetic  # noqa: F401
     import rlvr
     task = next(rlvr.load_env("arithmetic", **TINY["env_kwargs"]).tasks("train", 0))

@@ -321,6 +321,9 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Fail loud on impossible combinations, naming the fix."""
+        if self.rollout_engine == "server":     # before any model loads
+            from .server_engine import check_settings
+            check_settings(self)
         unknown_sinks = set(self.report_to) - {"tensorboard", "wandb"}
         if isinstance(self.report_to, str) or unknown_sinks:
             raise ValueError(f"report_to={self.report_to!r}; expected a list of "

@@ -117,7 +117,7 @@ def _barrier() -> None:
         dist.barrier()
 
 
-def _check_settings(cfg) -> None:
+def check_settings(cfg) -> None:
     """Refuse server settings that cannot work, naming the fix (ValueError: exit 2 in the CLI)."""
     if not cfg.server_url:
         raise ValueError("rollout_engine='server' needs server_url, e.g. "
@@ -141,7 +141,7 @@ class ServerEngine:
     """The rollout-engine interface (trainer/engines.py) over an OpenAI-compatible server."""
 
     def __init__(self, cfg, policy, tokenizer):
-        _check_settings(cfg)
+        check_settings(cfg)
         openai = require_extra("openai", "openai", "rollout_engine='server'")
         self.cfg, self.policy, self.tokenizer = cfg, policy, tokenizer
         self.url = cfg.server_url.rstrip("/")
