@@ -3,6 +3,7 @@ rejection set with what to change."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -49,7 +50,8 @@ def test_an_empty_rejection_set_is_refused_with_the_fix(tiny_model, tmp_path, ca
 
 
 def test_config_file_and_overrides_and_bad_input(tmp_path):
-    cfg = load_r1_config("configs/r1_arithmetic.toml", ["grpo_steps=3", 'grpo={"lr": 2e-6}'])
+    config = Path(__file__).resolve().parents[1] / "configs" / "recipes" / "r1_arithmetic.toml"
+    cfg = load_r1_config(str(config), ["grpo_steps=3", 'grpo={"lr": 2e-6}'])
     assert cfg.grpo_steps == 3 and cfg.grpo == {"lr": 2e-6} and cfg.env_kwargs["max_value"] == 999
     with pytest.raises(ValueError, match="R1Config's fields"):
         load_r1_config(None, ["grpo_stepz=3"])

@@ -162,13 +162,14 @@ def test_other_sampling_settings_are_refused_and_more_tasks_extend_the_run(tmp_p
 
 @pytest.fixture
 def slow_env_module(tmp_path):
-    """A module registering `slow-sums`: arithmetic whose program teacher takes 0.1 s a task."""
+    """A module registering `slow-sums`: arithmetic whose program teacher takes 0.3 s a task,
+    so a loaded machine still kills the command between its 5th and 30th task."""
     (tmp_path / "slow_sums.py").write_text(
         "import time\n"
         "from rlvr.envs.registry import register_env\n"
         "from rlvr.envs.arithmetic import arithmetic, arithmetic_trace\n"
         "def _slow(task):\n"
-        "    time.sleep(0.1)\n"
+        "    time.sleep(0.3)\n"
         "    return arithmetic_trace(task)\n"
         "@register_env('slow-sums')\n"
         "def slow_sums():\n"

@@ -1,7 +1,7 @@
 """DeepSeek-R1's pipeline on one environment: cold-start SFT, GRPO, rejection sampling, SFT.
 
     python -m rlvr.trainer.recipes.r1                          # runs/r1, the defaults below
-    python -m rlvr.trainer.recipes.r1 --config configs/r1_arithmetic.toml
+    python -m rlvr.trainer.recipes.r1 --config configs/recipes/r1_arithmetic.toml
     python -m rlvr.trainer.recipes.r1 grpo_steps=32 'grpo={"lr": 5e-6}'   # R1Config fields
 
 DeepSeek-R1 (DeepSeek-AI 2025, section 2.3) trains in four stages: (1) a cold start, SFT on a
