@@ -54,7 +54,7 @@ class ProgramTeacher:
         self.solve, self.name = env.teacher, f"program:{env.name}"
 
     def tasks_per_call(self, k: int) -> int:
-        return 64
+        return 1        # a solver has no batch: each task is stored as soon as it is solved
 
     def sample(self, tasks, k, seeds):
         out = []
