@@ -98,9 +98,9 @@ def _tokenizer(cfg: R1Config) -> str:
     if cfg.tokenizer != "think":
         return cfg.tokenizer
     from ..models import resolve_model
+    from ..smollm import default_cache_dir
     from .r1zero import think_tokenizer
-    cache = Path.home() / ".cache" / "rlvr"
-    return think_tokenizer(resolve_model(cfg.model), cache)
+    return think_tokenizer(resolve_model(cfg.model), default_cache_dir())
 
 
 def cold_start_data(cfg: R1Config, out: Path, tok: str) -> Path:
