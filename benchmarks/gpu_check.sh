@@ -50,6 +50,10 @@ else                                   # a bare GPU image: install the carried w
   fi
   $PY -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/site . >>"$LOG" 2>&1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  # Run from the clone, the folder `rlvr/` would shadow the installed package (its subpackages
+  # live in envs/, trainer/... and are mapped only by an install): keep the current directory
+  # off sys.path, in this process and in every child (torchrun's ranks, pytest).
+  export PYTHONSAFEPATH=1
 fi
 
 CUDA=$($PY -c 'import torch; print(int(torch.cuda.is_available()))' 2>>"$LOG" || echo 0)
