@@ -424,3 +424,14 @@ def test_strategies_come_from_the_entry_point_group(monkeypatch, own_strategies)
     assert registry.get_strategy("test-from-entry-point").description == "Registered by a package."
     with pytest.raises(registry.UnknownStrategyError, match="registered: "):
         registry.get_strategy("nope")
+
+
+def test_strategies_for_other_kinds_are_one_line_of_the_table():
+    report = _audit("audit-strict", n=1)
+    other = [r.name for r in report.results if r.result == "skipped" and "answer" not in r.note]
+    assert len(other) >= 8
+    table = report.render(examples=False).splitlines()
+    assert not [line for line in table if line.split()[:1] and line.split()[0] in other]
+    folded = [line for line in table if line.startswith("skipped")]
+    assert folded == [f"skipped (not for answer environments, {len(other)}): "
+                      + ", ".join(other)]
