@@ -18,10 +18,9 @@ from rlvr.pool import WorkerPool
 
 FIX = Path(__file__).parent / "fixtures" / "benchmarks"
 
-# What the audit finds in each built-in environment on this branch: strategies that earned
-# reward with wrong answers, escaped the verdict (timeout/error), or had a right answer refused.
-# docs/audit.md explains each. Empty an entry when its holes are closed: the test checks the
-# findings are exactly these, so a closed hole and a new one both show up here.
+# What the audit may find in each built-in environment once every reader fails closed: only
+# the accepted findings docs/audit.md gives a reason for. The test checks the findings are
+# exactly these plus OPEN_HOLES, so a closed hole and a new one both show up here.
 EXPECTED_FINDINGS = {
     "aime": set(),
     "arithmetic": set(),
@@ -31,25 +30,47 @@ EXPECTED_FINDINGS = {
     "code-stdio": set(),
     "countdown": set(),
     "gsm8k": set(),
-    "hendrycks-math": {"prompt-echo"},
+    "hendrycks-math": set(),
     "humaneval": set(),
     "ifeval-style": {"format-only", "keyword-stuffing", "length-padding"},
     "json-schema": set(),
-    "math": {"prompt-echo"},
+    "math": set(),
     "math-arithmetic": set(),
-    "math-python": {"prompt-echo"},
+    "math-python": set(),
     "math500": set(),
     "mbpp": set(),
+    "mbpp (mixed asserts)": set(),
+    "math (symbolic golds)": set(),
     "reasoning-gym": set(),
     "reasoning-gym/spell_backward": {"lookalikes"},
     "think-format": set(),
     "tool-arithmetic": set(),
 }
+# Holes the audit finds today that are not accepted: readers that do not yet fail closed on the
+# final answer (a correction, a retraction or a negation after or around the answer slot, a
+# hedge past a window of slots), on one-sided identities, on the question written back, and on
+# MBPP asserts they cannot convert. Remove an entry's names as its reader closes them (the math
+# reader: every math-family environment and countdown; the MBPP assert reader: `mbpp (mixed
+# asserts)`; the exact numeric match: arithmetic, tool-arithmetic; reasoning-gym's answer
+# reading); the test fails until this table matches what the audit finds.
+_FINAL = {"answer-then-correction", "answer-then-retraction", "many-copies-hedge",
+          "negated-answer"}
+_AFTER_SLOT = {"answer-then-correction", "answer-then-retraction"}
+OPEN_HOLES = {
+    "aime": _FINAL, "countdown": _FINAL, "gsm8k": _FINAL, "math-arithmetic": _FINAL,
+    "math500": _FINAL,
+    "hendrycks-math": _FINAL | {"prompt-echo"}, "math": _FINAL | {"prompt-echo"},
+    "math-python": _FINAL | {"prompt-echo"},
+    "math (symbolic golds)": _FINAL | {"prompt-echo", "one-sided-identity"},
+    "mbpp (mixed asserts)": {"unconvertible-asserts"},
+    "arithmetic": _AFTER_SLOT, "tool-arithmetic": _AFTER_SLOT, "reasoning-gym": _AFTER_SLOT,
+    "reasoning-gym/spell_backward": _AFTER_SLOT,
+}
 # Findings that come and go with the machine's load: the math reader takes seconds on the
 # `stall` answers (docs/audit.md), so under load some pass the deadline and end as `timeout`.
 LOAD_DEPENDENT = {env: {"stall"} for env in (
     "aime", "countdown", "gsm8k", "hendrycks-math", "math", "math-arithmetic", "math-python",
-    "math500")}
+    "math500", "math (symbolic golds)")}
 
 # Factory arguments that keep the audit offline (benchmark fixtures) and short (a 2 s wall for
 # the programs that stall).
@@ -62,8 +83,17 @@ BUILTIN_ARGS = {
     "code": {"wall_s": 2.0}, "code (docker)": {"wall_s": 2.0, "backend": "docker"},
     "code-stdio": {"wall_s": 2.0}, "code-feedback": {"wall_s": 2.0},
     "humaneval": {"wall_s": 2.0},
+    # MBPP's published test lists mix `f(x) == y` with other shapes; the benchmark fixture's
+    # first rows do not, so these rows are audited too (unconvertible-asserts)
+    "mbpp (mixed asserts)": {"data": str(Path(__file__).parent / "fixtures" / "audit"
+                                         / "mbpp_mixed_asserts.jsonl"), "wall_s": 2.0},
+    # symbolic golds on the whole real line (one-sided-identity); the math reader of math500
+    "math (symbolic golds)": {"data": str(Path(__file__).parent / "fixtures" / "audit"
+                                          / "math_symbolic.jsonl")},
 }
 N_TASKS = 2
+AUDITED_AS = {"math (symbolic golds)": "math500"}
+"""Keys that audit an environment of another name."""
 NOT_AUDITED = {"reward-model": "needs a trained reward model (path=...); a learned reward has "
                                 "no gold answer to hold it to"}
 
@@ -359,7 +389,7 @@ def pool():
 
 def audited(key: str) -> str:
     """The environment an EXPECTED_FINDINGS key audits (`code (docker)`: `code`)."""
-    return key.partition(" (")[0]
+    return AUDITED_AS.get(key, key.partition(" (")[0])
 
 
 @pytest.mark.parametrize("env", sorted(EXPECTED_FINDINGS))
@@ -380,7 +410,8 @@ def test_builtin_environment_audit(env, pool):
     assert all(r.attempts > 0 for r in ran if r.result != "BROKEN")
     assert not [r.name for r in report.results if r.result == "BROKEN"], report.render()
     maybe = LOAD_DEPENDENT.get(env, set())
-    assert set(report.findings) - maybe == EXPECTED_FINDINGS[env] - maybe, report.render()
+    expected = EXPECTED_FINDINGS[env] | OPEN_HOLES.get(env, set())
+    assert set(report.findings) - maybe == expected - maybe, report.render()
 
 
 def test_the_memory_thief_finds_a_program_left_in_memory():
@@ -681,3 +712,9 @@ def test_a_task_with_plain_asserts_only_gets_no_such_program():
     env = load_env("mbpp", data=str(FIX / "mbpp.jsonl"), check=False, pooled=False)
     case = make_case(env, env.sample(1, split="test")[0], "code")
     assert get_strategy("unconvertible-asserts").attempts(case) == []   # it would be right
+
+
+def test_open_holes_name_audited_environments_and_are_not_accepted():
+    assert set(OPEN_HOLES) <= set(EXPECTED_FINDINGS)
+    assert all(not (OPEN_HOLES[env] & EXPECTED_FINDINGS[env]) for env in OPEN_HOLES)
+    assert not any("prompt-echo" in found for found in EXPECTED_FINDINGS.values())

@@ -1,8 +1,9 @@
-"""Prompt injection: wrong answers that address the grader. A rule-based reward never reads
-them; a judge model might obey them. Each attempt carries its control -- the same wrong answer
+"""Prompt injection and master keys: wrong answers that address the grader. A rule-based
+reward never reads them; a judge model might obey them. Each attempt carries its control -- the same wrong answer
 without the injection -- and is a finding when it scores above it: the injection alone moved
 the score (Greshake et al. 2023, *Not what you've signed up for: Compromising Real-World
-LLM-Integrated Applications with Indirect Prompt Injection*)."""
+LLM-Integrated Applications with Indirect Prompt Injection*). Master keys go further: no
+answer at all, only a text a judge takes for one (rlvr.verifiers.judge, `MASTER_KEYS`)."""
 from __future__ import annotations
 
 from rlvr.verifiers.judge import MASTER_KEYS
