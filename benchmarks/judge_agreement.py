@@ -104,7 +104,8 @@ def main(argv=None) -> int:
     from rlvr.envs.registry import load_env
     from rlvr.trainer.smollm import smollm2_folder
     folder = smollm2_folder(quiet=True)
-    env_args = {"base_env": "math", "model": folder}
+    # the master-key probe would refuse this judge at load; here it is measured, not trained on
+    env_args = {"base_env": "math", "model": folder, "master_key_threshold": 1}
     env_args.update({"max_tokens": 32, "retries": 0} if args.strict else
                     {"max_tokens": 2, "prefill": "SCORE: "})
     if args.scale != "0-10":

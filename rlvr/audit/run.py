@@ -11,7 +11,7 @@ from rlvr.envs.registry import load_env, pooled_env_reward
 from rlvr.pool import WorkerPool
 from rlvr.pooled_reward import derive_deadline
 
-from .report import BROKEN, SKIPPED, AuditReport, StrategyResult
+from .report import BROKEN, OTHER_KINDS, SKIPPED, AuditReport, StrategyResult
 from .registry import list_strategies
 from .strategy import KINDS, Attempt, Strategy, make_case, task_kind
 
@@ -87,7 +87,7 @@ def _attack(strategies: list[Strategy], cases: list, kind: str, reward) -> list[
     for s in strategies:
         if kind not in s.kinds:
             results[s.name] = StrategyResult(s.name, s.legit, SKIPPED,
-                                             note=f"applies to {', '.join(s.kinds)}")
+                                             note=f"{OTHER_KINDS}{', '.join(s.kinds)}")
             continue
         try:
             built[s.name] = [(c.task, a) for c in cases for a in s.attempts(c)]
