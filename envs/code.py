@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any, Mapping
 
 from rlvr.core import Task
@@ -38,7 +38,7 @@ from .base import Environment, RowSource, r1_base_prompt, r1_chat_prompt
 
 __all__ = ["CodeEnvironment", "code_tasks", "row_to_task", "code", "humaneval", "code_stdio"]
 
-DATA = Path(__file__).resolve().parents[1] / "rlvr" / "data"
+DATA = files("rlvr") / "data"          # package data, wherever and however rlvr is installed
 SAMPLES = DATA / "code_samples.jsonl"
 STDIO_SAMPLES = DATA / "code_stdio.jsonl"
 INSTRUCTION = ("Write a complete Python solution. Put the final code in a single ```python "
