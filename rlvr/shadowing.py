@@ -6,8 +6,14 @@ root puts that root first on sys.path, so a top-level `import verifiers` would f
 `verifiers/` folder (rlvr's own verifiers) instead of the third-party `verifiers` library that
 `verifiers:<name>` environments load. `import_installed` finds the package as Python would
 without the clone's folder -- a path search that skips the entries holding it, then the other
-finders (editable installs) -- without editing sys.path. (The root's `__init__.py` does the same
-for `rlvr` itself, for Python started in the folder above a clone named `rlvr`.)
+finders (editable installs) -- without editing sys.path, and registers it under its name.
+
+The clone's root `__init__.py` uses it for `rlvr` itself: Python started in the folder above a
+clone named `rlvr` finds the clone's root as a package `rlvr` before any install; that package
+hands the name to the installed rlvr. This cannot be avoided without a swap: with no
+`__init__.py` there, the root would be a namespace package that wins over an editable install's
+finder (asked only after the path search), and `from rlvr import load_env` would fail. A regular
+(wheel) install needs none of this.
 """
 from __future__ import annotations
 
