@@ -196,9 +196,14 @@ def attempt_feedback(code: str, tests: CodeTests, reward) -> tuple[bool, str]:
                 f"wrong output (exit code {rec.get('rc')}): {str(rec.get('stdout', ''))[:200]!r}"
         elif "error" in rec:
             why = f"raised {str(rec['error'])[:200]}"
+        elif "values" in rec:       # an assert's calls (MBPP-style rows): what each returned
+            why = "failed its assert: " + "; ".join(
+                f"returned {repr(decode(r['value']))[:80]}" if "value" in r
+                else f"raised {r['error'][:80]}" for r in rec["values"])[:200]
         else:
             why = f"returned a wrong value: {repr(decode(rec['value']))[:120]}"
-        shown = _call(tests.entry_point, case.input) if tests.entry_point else \
+        shown = ", ".join(case.input)[:200] if case.check == "assert" else \
+            _call(tests.entry_point, case.input) if tests.entry_point else \
             f"stdin {str(case.input)[:120]!r}"
         lines.append(f"- test {i}: {shown} {why}")
     if not lines:

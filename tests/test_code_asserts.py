@@ -202,3 +202,13 @@ def test_a_test_case_kind_is_checked():
     with pytest.raises(ValueError, match="mixed"):
         from rlvr.verifiers.code import CodeTests
         CodeTests([TestCase(["f(1)"], "_r0 == 1", "assert"), TestCase([1], 1)], "f")
+
+
+def test_code_feedback_shows_what_each_call_returned(sandbox):
+    from rlvr.envs.tool_envs import attempt_feedback
+    tests = convert_asserts(["assert f(2) == 4", "assert sorted(f('ba')) == ['a', 'b']"])
+    reward = CodeReward(backend=sandbox.backend).use_sandbox(sandbox)
+    ok, text = attempt_feedback("def f(x): return 2 * x", tests, reward)
+    assert not ok and "1/2 tests passed" in text
+    assert "test 1: sorted(f('ba')) failed its assert: returned ['a', 'a', 'b', 'b']" in text
+    assert attempt_feedback("def f(x): return x * x if x == 2 else x", tests, reward)[0]
