@@ -174,14 +174,14 @@ def _call(entry: str, args) -> str:
 def attempt_feedback(code: str, tests: CodeTests, reward) -> tuple[bool, str]:
     """(all passed, feedback text) for one attempt, run by `reward` (a CodeReward) in its
     sandbox. Failures show the input and what the program did, never the expected output."""
-    from rlvr.verifiers.code import DRIVER, _check_case, _parse_channel
+    from rlvr.verifiers.code import DRIVER, _check_case, _parse_channel, record_kinds
     from rlvr.verifiers.code_driver import decode
     limits, files = reward._request(code, tests)
     res = reward.sandbox.run(DRIVER.read_text(), files=files, limits=limits)
     if res.status == "infra_error":
         return False, "The test harness is unavailable right now; try again."
     n = len(tests.cases)
-    records, problem = _parse_channel(res.channel, n)
+    records, problem = _parse_channel(res.channel, n, record_kinds(tests))
     if problem:
         return False, f"0/{n} tests passed: {problem}."
     lines = []

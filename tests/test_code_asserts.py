@@ -155,6 +155,12 @@ def test_forged_answers_earn_nothing(sandbox):
     patched = run(sandbox, tests, yes + "import math, builtins\nmath.isclose = lambda *a, **k: True"
                   "\nbuiltins.sorted = lambda *a, **k: Yes()\ndef f(x): return 2")
     assert patched.score == pytest.approx(1 / 3)       # only f(1) == 2, which it answers
+    # a functional test's record in place of an assert's: the program's doing, not our error
+    forged = run(sandbox, tests, "import json\n_dumps = json.dumps\n"
+                 "json.dumps = lambda o, *a, **k: _dumps({'i': o['i'], 'value': True}) "
+                 "if isinstance(o, dict) and 'i' in o else _dumps(o, *a, **k)\n"
+                 "def f(x): return 2")
+    assert (forged.status, forged.score) == (OK, 0.0) and "malformed result record" in forged.reason
 
 
 @pytest.mark.parametrize("bad", ["assert f(1) = 2", "f(1) == 2", "assert True",

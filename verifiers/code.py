@@ -411,8 +411,7 @@ class CodeReward(BaseReward):
         return lim, {"solution.py": source, "tests.json": json.dumps(spec)}
 
     def _grade(self, code: str, tests: CodeTests, res: RunResult) -> Verdict:
-        records, problem = _parse_channel(res.channel, len(tests.cases),
-                                          functional=tests.entry_point is not None)
+        records, problem = _parse_channel(res.channel, len(tests.cases), record_kinds(tests))
         n = tests.n_tests
         limit = self._limit_passed(res, records)
         if limit:       # the program's own fault: 0, whatever it answered before
@@ -487,13 +486,18 @@ RECORD_SHAPES = {
 """The keys a driver record has, by kind: (required, optional). Anything else is malformed."""
 
 
-def _well_formed(rec, functional: bool | None) -> bool:
-    """Exactly one value or error (functional tests) or program output (stdin/stdout tests),
-    with the types the driver writes."""
+def record_kinds(tests: CodeTests) -> tuple[str, ...]:
+    """The records the driver writes for this suite: a value (or an assert's values) or an error
+    per functional test, a program output per stdin/stdout test."""
+    if tests.asserts:
+        return ("values", "error")
+    return ("value", "error") if tests.entry_point else ("stdout",)
+
+
+def _well_formed(rec, kinds: tuple[str, ...]) -> bool:
+    """Exactly one record of a kind this suite's driver writes, with the types it writes."""
     if not isinstance(rec, dict):
         return False
-    kinds = ("value", "values", "error") if functional else ("stdout",) \
-        if functional is False else ("value", "values", "error", "stdout")
     kind = next((k for k in kinds if k in rec), None)
     if kind is None:
         return False
@@ -521,7 +525,8 @@ def _decodes(value) -> bool:
     return True
 
 
-def _parse_channel(data: bytes, n: int, functional: bool | None = None) -> tuple[dict, str]:
+def _parse_channel(data: bytes, n: int, kinds: tuple[str, ...] = tuple(RECORD_SHAPES)
+                   ) -> tuple[dict, str]:
     """Result records by test index, or a reason the whole channel is rejected: a record that
     is not exactly one well-formed value, error or output is the program's doing (it can
     replace the driver's serializer or write to the channel itself), never ours."""
@@ -538,7 +543,7 @@ def _parse_channel(data: bytes, n: int, functional: bool | None = None) -> tuple
         i = rec.get("i") if isinstance(rec, dict) else None
         if type(i) is not int or not 0 <= i < n:
             return {}, f"malformed result record {k}: it names no test ({str(i)[:20]})"
-        if not _well_formed(rec, functional):
+        if not _well_formed(rec, kinds):
             return {}, f"malformed result record {k} (test {i}): keys {sorted(rec)[:6]}"
         if i in records:
             return {}, f"test {i} reported twice"
