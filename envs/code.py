@@ -10,8 +10,9 @@ Row formats (JSONL, Parquet, a saved `datasets` directory or a hub id):
   "tests": [{"input": [2, 3], "output": 5}, ...], "solution": "def add(a, b): ..."}`
 - stdin/stdout: `{"question": ..., "tests": [{"stdin": "2 3\\n", "stdout": "5\\n"}, ...]}`,
   or APPS-style `"input_output": "{\\"inputs\\": [...], \\"outputs\\": [...]}"`.
-- MBPP-style: `{"text": ..., "code": ..., "test_list": ["assert f(1) == 2", ...]}` (asserts read
-  into functional tests like HumanEval's; never executed against model code).
+- MBPP-style: `{"text": ..., "code": ..., "test_list": ["assert f(1) == 2", ...]}`: every assert
+  is a test; its calls into the program run in the sandbox, its check on the host
+  (rlvr.verifiers.code_asserts), and a task with an assert that cannot run scores `error`.
 
 `solution` is optional (it serves as the gold answer for contract checks); `completion` is what
 `rlvr score` grades.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any, Mapping
 
 from rlvr.core import Task
@@ -37,7 +38,7 @@ from .base import Environment, RowSource, r1_base_prompt, r1_chat_prompt
 
 __all__ = ["CodeEnvironment", "code_tasks", "row_to_task", "code", "humaneval", "code_stdio"]
 
-DATA = Path(__file__).resolve().parents[1] / "rlvr" / "data"
+DATA = files("rlvr") / "data"          # package data, wherever and however rlvr is installed
 SAMPLES = DATA / "code_samples.jsonl"
 STDIO_SAMPLES = DATA / "code_stdio.jsonl"
 INSTRUCTION = ("Write a complete Python solution. Put the final code in a single ```python "
@@ -48,10 +49,8 @@ IO_INSTRUCTION = ("Write a complete Python program that reads the input from std
 
 def _tests_from_row(row: Mapping) -> CodeTests:
     if "test_list" in row and "tests" not in row:             # MBPP style: assert strings
-        from rlvr.verifiers.code_humaneval import convert_asserts
-        setup = row.get("test_setup_code") or ""
-        tests, _ = convert_asserts(list(row["test_list"]), setup + "\n" + (row.get("code") or ""))
-        return tests
+        from rlvr.verifiers.code_asserts import convert_asserts
+        return convert_asserts(list(row["test_list"]), row.get("test_setup_code") or "")
     if "input_output" in row and "tests" not in row:          # APPS style
         io = row["input_output"]
         io = json.loads(io) if isinstance(io, str) else io
@@ -81,7 +80,7 @@ def row_to_task(row: Mapping, index: int = 0, prefix: str = "code",
     text = f"{question}\n\n{INSTRUCTION if tests.entry_point else IO_INSTRUCTION}"
     prompt = r1_chat_prompt(text) if prompt_style == "chat" else r1_base_prompt(text)
     meta = {"question": question, "entry_point": tests.entry_point,
-            "n_tests": len(tests.cases)}
+            "n_tests": tests.n_tests}
     solution = row.get("solution") or row.get("code")      # MBPP calls it `code`
     if solution:
         meta["solution"] = solution

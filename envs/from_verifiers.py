@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
 from rlvr.core import ERROR, INFRA_ERROR, TIMEOUT, BaseReward, Completion, Task, Verdict
+from rlvr.shadowing import import_installed
 
 from .base import Environment, RowSource
 from .registry import EnvContractError, register_env_prefix
@@ -34,29 +34,15 @@ __all__ = ["VerifiersReward", "load_verifiers_env"]
 
 
 def _verifiers():
-    """The verifiers library. A checkout's own folder `verifiers/` (the source of
-    rlvr.verifiers) would shadow it as a top-level name whenever the checkout's root is on
-    sys.path (`python -m` run there), so that root is left out while the library loads."""
-    loaded = sys.modules.get("verifiers")
-    if loaded is not None and not _ours(loaded):
-        return loaded
-    sys.modules.pop("verifiers", None)
-    root = Path(__file__).resolve().parent.parent
-    saved = list(sys.path)
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != root]
+    """The verifiers library, never this checkout's own `verifiers/` folder (the source of
+    rlvr.verifiers), which shadows it where the checkout's root is on sys.path
+    (rlvr.shadowing)."""
+    from rlvr import verifiers as ours
     try:
-        import verifiers
+        return import_installed("verifiers", Path(ours.__file__).resolve().parent)
     except ImportError:
         raise ImportError("verifiers:<name> environments need the verifiers library: "
                           "pip install 'rlvr[verifiers]'") from None
-    finally:
-        sys.path[:] = saved
-    return verifiers
-
-
-def _ours(module) -> bool:
-    return Path(getattr(module, "__file__", "") or "").resolve().parent.parent == \
-        Path(__file__).resolve().parent.parent
 
 
 class VerifiersReward(BaseReward):

@@ -174,14 +174,14 @@ def _call(entry: str, args) -> str:
 def attempt_feedback(code: str, tests: CodeTests, reward) -> tuple[bool, str]:
     """(all passed, feedback text) for one attempt, run by `reward` (a CodeReward) in its
     sandbox. Failures show the input and what the program did, never the expected output."""
-    from rlvr.verifiers.code import DRIVER, _check_case, _parse_channel
+    from rlvr.verifiers.code import DRIVER, _check_case, _parse_channel, record_kinds
     from rlvr.verifiers.code_driver import decode
     limits, files = reward._request(code, tests)
     res = reward.sandbox.run(DRIVER.read_text(), files=files, limits=limits)
     if res.status == "infra_error":
         return False, "The test harness is unavailable right now; try again."
     n = len(tests.cases)
-    records, problem = _parse_channel(res.channel, n)
+    records, problem = _parse_channel(res.channel, n, record_kinds(tests))
     if problem:
         return False, f"0/{n} tests passed: {problem}."
     lines = []
@@ -196,9 +196,14 @@ def attempt_feedback(code: str, tests: CodeTests, reward) -> tuple[bool, str]:
                 f"wrong output (exit code {rec.get('rc')}): {str(rec.get('stdout', ''))[:200]!r}"
         elif "error" in rec:
             why = f"raised {str(rec['error'])[:200]}"
+        elif "values" in rec:       # an assert's calls (MBPP-style rows): what each returned
+            why = "failed its assert: " + "; ".join(
+                f"returned {repr(decode(r['value']))[:80]}" if "value" in r
+                else f"raised {r['error'][:80]}" for r in rec["values"])[:200]
         else:
             why = f"returned a wrong value: {repr(decode(rec['value']))[:120]}"
-        shown = _call(tests.entry_point, case.input) if tests.entry_point else \
+        shown = ", ".join(case.input)[:200] if case.check == "assert" else \
+            _call(tests.entry_point, case.input) if tests.entry_point else \
             f"stdin {str(case.input)[:120]!r}"
         lines.append(f"- test {i}: {shown} {why}")
     if not lines:

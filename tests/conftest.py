@@ -27,6 +27,7 @@ def tiny_model(tmp_path_factory):
 # so a slow test is marked where anyone looks for the tiers, not scattered through the files.
 SLOW = (
     "test_distributed.py",                                   # torchrun, two processes per test
+    "test_wheel_install.py",          # builds a wheel, installs it, loads, scores, trains a step
     "test_fsdp.py::test_two_sharded_ranks_train_like_one_process_and_resume_on_one",  # torchrun
     "test_fsdp.py::test_lora_adapters_train_sharded",        # torchrun, FSDP2 on two gloo ranks
     "test_reward_model_train.py",                            # trains reward models

@@ -222,13 +222,15 @@ def test_mbpp_and_apps_rows_become_host_owned_tests():
     from rlvr.envs.code import row_to_task
     mbpp = {"text": "Shared elements.", "code": "def common(a, b):\n    return tuple(sorted(set(a) & set(b)))\n",
             "test_list": ["assert common((3, 4), (4, 5)) == (4,)",
-                          "assert set(common((1, 2), (2, 1))) == {1, 2}",     # unreadable shape
+                          "assert set(common((1, 2), (2, 1))) == {1, 2}",
                           "assert common((1,), (2,)) == tuple()"]}
     task = row_to_task(mbpp)
     tests = task.answer
     assert tests.entry_point == "common" and tests.strict_sequences
-    assert [(c.input, c.output) for c in tests.cases] == [([(3, 4), (4, 5)], (4,)),
-                                                         ([(1,), (2,)], ())]
+    assert task.metadata["n_tests"] == 3                    # every assert, whatever its shape
+    assert [(c.input, c.output) for c in tests.cases] == [
+        (["common((3, 4), (4, 5))"], "_r0 == (4,)"), (["set(common((1, 2), (2, 1)))"], "_r0 == {1, 2}"),
+        (["common((1,), (2,))"], "_r0 == tuple()")]
     assert task.metadata["solution"].startswith("def common")
     apps = {"question": "Echo.", "input_output": json.dumps({"inputs": ["1\n", ["2", "3"]],
                                                              "outputs": ["1\n", ["2", "3"]]})}

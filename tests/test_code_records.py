@@ -18,7 +18,8 @@ import pytest
 from rlvr.core import OK, Task
 from rlvr.sandbox import Limits
 from rlvr.verifiers.code import CodeReward, CodeTests, TestCase, compare_stdout, compare_values
-from rlvr.verifiers.code_humaneval import convert_asserts, convert_problem
+from rlvr.verifiers.code_asserts import convert_asserts
+from rlvr.verifiers.code_humaneval import convert_problem
 from sandbox_support import make_sandbox
 
 
@@ -161,7 +162,7 @@ def test_tests_mirroring_an_eq_check_compare_as_eq_does(sandbox):
     assert score(sandbox, eq_only, ints).score == 1.0          # 1 == True, as the check says
     assert score(sandbox, tests, ints).score == pytest.approx(2 / 3)   # `is True` refuses 1
     assert score(sandbox, tests, "def is_even(n): return n % 2 == 0").score == 1.0
-    mbpp, _ = convert_asserts(["assert f(2) == 4.0", "assert f(3) == (9,)"])
+    mbpp = convert_asserts(["assert f(2) == 4.0", "assert f(3) == (9,)"])
     assert mbpp.equality == "python"
     assert score(sandbox, mbpp, "def f(x): return x * x if x == 2 else [x * x]").score == 0.5
     typed = CodeTests(tests.cases[:2], "is_even")        # rlvr's own: bool is never a number

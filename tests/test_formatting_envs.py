@@ -107,8 +107,8 @@ IFEVAL_ROW = {"key": 7, "prompt": "Say hi in lowercase.",
 ])
 def test_rows_carrying_their_own_instructions(ifeval, row):
     task = ifeval.task_from_row(row)
-    assert ifeval.reward.score(task, "hi there").score == 1.0
-    assert ifeval.reward.score(task, "Hi there").score == 0.0
+    assert ifeval.reward.score(task, "hi there, this is the answer and it is in english").score == 1.0
+    assert ifeval.reward.score(task, "Hi there, this is the answer and it is in english").score == 0.0
 
 
 def test_rows_by_generated_id_and_bad_rows(ifeval):
@@ -129,7 +129,7 @@ def test_ifeval_data_file(tmp_path):
     assert env.gold is None and env.junk == ("", "<think>")
     tasks = env.sample(5)
     assert [t.id for t in tasks] == ["ifeval/0", "ifeval/1", "ifeval/2"]
-    assert env.reward.score(tasks[0], "<think>Hmm.</think>hi").score == 1.0
+    assert env.reward.score(tasks[0], "<think>Hmm.</think>hi, this is the answer and it is in english").score == 1.0
     with pytest.raises(ValueError, match="row 0 has no instruction_id_list"):
         ifeval_tasks([{"prompt": "x"}])
 
@@ -141,12 +141,12 @@ def test_ifeval_data_from_a_saved_datasets_directory(tmp_path):
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "ds"))
     env = load_env("ifeval-style", data=str(tmp_path / "ds"))
     task = env.sample(1)[0]
-    assert env.reward.score(task, "hi").score == 1.0
+    assert env.reward.score(task, "hi, this is the answer and it is in english").score == 1.0
 
 
 def test_rlvr_score_on_raw_ifeval_rows_keyed_by_key(tmp_path):
     src = tmp_path / "responses.jsonl"
-    src.write_text(json.dumps({**IFEVAL_ROW, "response": "hello there"}) + "\n"
+    src.write_text(json.dumps({**IFEVAL_ROW, "response": "hello there, this is the answer and it is in english"}) + "\n"
                    + json.dumps({**IFEVAL_ROW, "key": 8, "response": "Hello"}) + "\n")
     out = tmp_path / "scored.jsonl"
     assert main(["score", "--env", "ifeval-style", str(src), "-o", str(out), "--id-field", "key",
@@ -286,8 +286,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 IFEVAL_INPUT = FIXTURES / "ifeval_input_data.jsonl"
 # Instructions where rlvr deliberately differs from Google's checker: (key, id) -> our verdict.
 DEPARTURES = {
-    (1843, "change_case:english_lowercase"): True,   # langdetect calls the lowercase text Spanish
-    (2341, "change_case:english_capital"): True,     # ... and "YES" Welsh; we check case only
     (1954, "length_constraints:nth_paragraph_first_word"): True,   # "Summary:" is "summary"
     (1381, "length_constraints:number_sentences"): False,   # we count line breaks: 15, not 5
     (1823, "length_constraints:number_sentences"): True,    # 40 lines, 20 punkt sentences

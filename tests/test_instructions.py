@@ -72,11 +72,19 @@ TABLE = [
     ("language:response_language", {"language": "ja"}, "今日はとても良い天気ですね。", 1, ""),
     ("language:response_language", {"language": "en"}, "OK 123", 0, "too little text"),
     # case
-    ("change_case:english_lowercase", {}, "all quiet here.", 1, ""),
+    ("change_case:english_lowercase", {}, "all is quiet here and the night is calm.", 1, ""),
+    # English only, as IFEval's own checker requires: lowercase Spanish fails, and a reply too
+    # short to tell the language earns nothing
+    ("change_case:english_lowercase", {}, "el gato se sentó en la alfombra y no se movió de la casa",
+     0, "response is in 'es'"),
+    ("change_case:english_lowercase", {}, "all quiet here.", 0, "cannot tell the response is English"),
     ("change_case:english_lowercase", {}, "all Quiet Here.", 0, "2 capital letters (first 'Q' at char 4)"),
     ("change_case:english_lowercase", {}, "123 ...", 0, "no letters at all"),
     ("change_case:english_lowercase", {}, "ｑｕｉｅｔ ＬＯＵＤ", 0, "4 capital letters"),
-    ("change_case:english_capital", {}, "LOUD AND CLEAR!", 1, ""),
+    ("change_case:english_capital", {}, "IT IS LOUD AND THE SIGNAL IS CLEAR!", 1, ""),
+    ("change_case:english_capital", {}, "LE SIGNAL EST FORT ET IL EST CLAIR POUR LA VILLE", 0,
+     "response is in 'fr'"),
+    ("change_case:english_capital", {}, "YES", 0, "cannot tell the response is English"),
     ("change_case:english_capital", {}, "LOUD and CLEAR", 0, "3 lowercase letters (first 'a' at char 5)"),
     ("change_case:capital_word_frequency", {"capital_frequency": 2, "capital_relation": "at least"},
      "NASA met ESA.", 1, ""),
@@ -198,7 +206,7 @@ def test_counts_ignore_unicode_tricks():
 
 
 def test_loose_mode_forgives_markdown_and_first_or_last_line():
-    text = "Sure! Here it is:\n**all lowercase now**"
+    text = "Sure! Here it is:\n**this is all in lowercase now and it is in english**"
     assert check_instruction("change_case:english_lowercase", text, {}).score == 0.0
     assert check_instruction("change_case:english_lowercase", text, {}, "loose").score == 1.0
     # ...but not a violation in the middle of the response

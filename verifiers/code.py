@@ -24,6 +24,7 @@ from rlvr.core import ERROR, INFRA_ERROR, OK, UNPARSED, BaseReward, Completion, 
 from rlvr.sandbox.base import (LIMIT_STATUSES, NEAR_LIMIT, Limits, RunResult, Sandbox,
                                SandboxUnavailable, max_run_s)
 
+from .code_checks import check_assert
 from .code_driver import decode, encode
 from .parser import ThinkParser
 
@@ -32,7 +33,7 @@ __all__ = ["CodeTests", "TestCase", "CodeReward", "extract_code", "continue_prom
 
 DRIVER = Path(__file__).with_name("code_driver.py")
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
-CHECKS = ("eq", "is", "truthy", "falsy", "abs_tol", "seq")
+CHECKS = ("eq", "is", "truthy", "falsy", "abs_tol", "seq", "assert")
 EQUALITIES = ("typed", "python")
 IO_WALL_FACTOR = 10
 """A stdin/stdout suite's run may take up to this many times `limits.wall_s` (one process per
@@ -93,12 +94,15 @@ class TestCase:
     """One host-owned test. Functional: `input` is the argument list and `output` the expected
     value, compared by `check` (eq, is, truthy, falsy, abs_tol, seq; `is` for a check written
     `candidate(a) is True`, where 1 does not pass); `tol` a tolerance this test's own check
-    asks for. I/O: `input` is the stdin text and `output` the expected stdout."""
+    asks for. I/O: `input` is the stdin text and `output` the expected stdout. An `assert`
+    test (rlvr.verifiers.code_asserts): `input` is the probes' source, evaluated in the sandbox,
+    `output` the check's source, evaluated on the host over their values; `text` the assert."""
     __test__ = False      # not a pytest class, despite the name
     input: Any
     output: Any = None
     check: str = "eq"
     tol: float | None = None
+    text: str = ""
 
     def __post_init__(self):
         if self.check not in CHECKS:
@@ -121,12 +125,31 @@ class CodeTests:
     preamble: str = ""
     """Code placed before the solution (HumanEval's imports and helper functions)."""
     notes: str = ""
+    setup: str = ""
+    """`assert` suites: the row's test setup code, run after the solution in the sandbox and on
+    the host before the checks."""
+    unrunnable: tuple = ()
+    """Tests the task carries that could not be prepared (with why): scoring it is an `error`."""
+    n_declared: int = 0
+    """How many tests the task carries (0: `len(cases)`); the n of "k/n passed"."""
 
     def __post_init__(self):
-        if not self.cases:
+        if not self.cases and not self.unrunnable:
             raise ValueError("a code task needs at least one test case")
         if self.equality not in EQUALITIES:
             raise ValueError(f"unknown equality {self.equality!r}; expected one of {EQUALITIES}")
+        asserts = [c.check == "assert" for c in self.cases]
+        if any(asserts) and not (all(asserts) and self.entry_point):
+            raise ValueError("`assert` tests fill a whole functional suite, not a mixed one")
+
+    @property
+    def n_tests(self) -> int:
+        """Every test the task carries, run or not."""
+        return max(self.n_declared, len(self.cases) + len(self.unrunnable))
+
+    @property
+    def asserts(self) -> bool:
+        return bool(self.cases) and self.cases[0].check == "assert"
 
     @classmethod
     def from_rows(cls, tests: Sequence[dict], entry_point: str | None = None) -> "CodeTests":
@@ -223,6 +246,8 @@ def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float | Non
         if not isinstance(record.get("stdout"), str) or record.get("rc") != 0:
             return f"exit code {record.get('rc')}"
         return compare_stdout(case.output, record["stdout"], tol)[1] or ""
+    if case.check == "assert":
+        return check_assert(case.input, case.output, case.text, record, tests.setup)
     if "error" in record:
         return f"raised {str(record['error'])[:200]}"
     actual = decode(record["value"])
@@ -245,8 +270,12 @@ def _check_case(case: TestCase, record: dict, tests: CodeTests, tol: float | Non
 
 
 def _raised(records: dict, error: str) -> list[int]:
-    """The tests whose record says the call raised `error`."""
-    return sorted(i for i, rec in records.items() if str(rec.get("error", "")).startswith(error))
+    """The tests whose record says the call (or one of an assert's probes) raised `error`."""
+    def errors(rec):
+        yield str(rec.get("error", ""))
+        for r in rec.get("values", ()):
+            yield str(r.get("error", ""))
+    return sorted(i for i, rec in records.items() if any(e.startswith(error) for e in errors(rec)))
 
 
 def _short(v, n: int = 120) -> str:
@@ -330,6 +359,9 @@ class CodeReward(BaseReward):
         if not isinstance(tests, CodeTests):
             return Verdict(0.0, ERROR, reason=f"task {task.id!r} carries no CodeTests "
                                              f"(answer is {type(tests).__name__})")
+        if tests.unrunnable:      # ours: never a pass over the tests that could run
+            return Verdict(0.0, ERROR, reason=f"{len(tests.unrunnable)} of the task's "
+                           f"{tests.n_tests} tests cannot be run: " + "; ".join(tests.unrunnable[:3]))
         answer = self.parser.parse(completion.text).answer
         code = extract_code(answer)
         if code is not None:
@@ -363,7 +395,10 @@ class CodeReward(BaseReward):
 
     def _request(self, code: str, tests: CodeTests) -> tuple[Limits, dict]:
         lim = self.limits
-        if tests.entry_point:
+        if tests.asserts:
+            spec = {"mode": "probes", "setup": tests.setup,
+                    "probes": [list(c.input) for c in tests.cases]}
+        elif tests.entry_point:
             spec = {"mode": "function", "entry_point": tests.entry_point,
                     "inputs": [encode(list(c.input)) for c in tests.cases]}
         else:
@@ -376,9 +411,8 @@ class CodeReward(BaseReward):
         return lim, {"solution.py": source, "tests.json": json.dumps(spec)}
 
     def _grade(self, code: str, tests: CodeTests, res: RunResult) -> Verdict:
-        records, problem = _parse_channel(res.channel, len(tests.cases),
-                                          functional=tests.entry_point is not None)
-        n = len(tests.cases)
+        records, problem = _parse_channel(res.channel, len(tests.cases), record_kinds(tests))
+        n = tests.n_tests
         limit = self._limit_passed(res, records)
         if limit:       # the program's own fault: 0, whatever it answered before
             return Verdict(0.0, OK, extracted=code, reason=limit[:2000],
@@ -446,18 +480,24 @@ class CodeReward(BaseReward):
 
 RECORD_SHAPES = {
     "value": ({"i", "value"}, set()), "error": ({"i", "error"}, set()),
+    "values": ({"i", "values"}, set()),
     "stdout": ({"i", "rc", "stdout"}, {"timeout"}),
 }
 """The keys a driver record has, by kind: (required, optional). Anything else is malformed."""
 
 
-def _well_formed(rec, functional: bool | None) -> bool:
-    """Exactly one value or error (functional tests) or program output (stdin/stdout tests),
-    with the types the driver writes."""
+def record_kinds(tests: CodeTests) -> tuple[str, ...]:
+    """The records the driver writes for this suite: a value (or an assert's values) or an error
+    per functional test, a program output per stdin/stdout test."""
+    if tests.asserts:
+        return ("values", "error")
+    return ("value", "error") if tests.entry_point else ("stdout",)
+
+
+def _well_formed(rec, kinds: tuple[str, ...]) -> bool:
+    """Exactly one record of a kind this suite's driver writes, with the types it writes."""
     if not isinstance(rec, dict):
         return False
-    kinds = ("value", "error") if functional else ("stdout",) if functional is False else \
-        ("value", "error", "stdout")
     kind = next((k for k in kinds if k in rec), None)
     if kind is None:
         return False
@@ -465,18 +505,28 @@ def _well_formed(rec, functional: bool | None) -> bool:
     if not required <= rec.keys() <= required | optional:
         return False
     if kind == "value":
-        try:
-            decode(rec["value"])
-        except (ValueError, TypeError, OverflowError, RecursionError):
-            return False
-        return True
+        return _decodes(rec["value"])
+    if kind == "values":
+        return type(rec["values"]) is list and all(
+            isinstance(r, dict) and len(r) == 1 and (
+                _decodes(r["value"]) if "value" in r else isinstance(r.get("error"), str))
+            for r in rec["values"])
     if kind == "error":
         return isinstance(rec["error"], str)
     return (isinstance(rec["stdout"], str) and (rec["rc"] is None or type(rec["rc"]) is int)
             and rec.get("timeout", True) is True)
 
 
-def _parse_channel(data: bytes, n: int, functional: bool | None = None) -> tuple[dict, str]:
+def _decodes(value) -> bool:
+    try:
+        decode(value)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        return False
+    return True
+
+
+def _parse_channel(data: bytes, n: int, kinds: tuple[str, ...] = tuple(RECORD_SHAPES)
+                   ) -> tuple[dict, str]:
     """Result records by test index, or a reason the whole channel is rejected: a record that
     is not exactly one well-formed value, error or output is the program's doing (it can
     replace the driver's serializer or write to the channel itself), never ours."""
@@ -493,7 +543,7 @@ def _parse_channel(data: bytes, n: int, functional: bool | None = None) -> tuple
         i = rec.get("i") if isinstance(rec, dict) else None
         if type(i) is not int or not 0 <= i < n:
             return {}, f"malformed result record {k}: it names no test ({str(i)[:20]})"
-        if not _well_formed(rec, functional):
+        if not _well_formed(rec, kinds):
             return {}, f"malformed result record {k} (test {i}): keys {sorted(rec)[:6]}"
         if i in records:
             return {}, f"test {i} reported twice"

@@ -7,6 +7,7 @@ JSON record per test to file descriptor 3, a pipe the host reads apart from stdo
     {"i": 0, "value": <encoded return value>}    functional test: the entry point's result
     {"i": 1, "error": "ValueError: ..."}         the call raised
     {"i": 2, "stdout": "...", "rc": 0}           stdin/stdout test: the program's output
+    {"i": 3, "values": [{"value": ...}, {"error": "..."}]}   an assert's probes, one by one
     {"load_error": "..."}                        the solution could not be loaded
 
 The host owns every comparison. A solution can tamper with this driver (it runs in the same
@@ -44,6 +45,8 @@ def encode(value, depth=0):
     if t is dict:
         return {"__dict__": [[encode(k, depth + 1), encode(v, depth + 1)]
                              for k, v in value.items()]}
+    if t in _PLAIN_AS:     # collections' containers (Counter, deque...): their plain contents
+        return encode(_PLAIN_AS[t](value), depth)
     if t is set or t is frozenset:
         return {"__set__": [encode(v, depth + 1) for v in value]}
     if t is bytes:
@@ -51,6 +54,18 @@ def encode(value, depth=0):
     if t is complex:
         return {"__complex__": [value.real, value.imag]}
     raise TypeError(f"unsupported result type {t.__name__}")
+
+
+def _plain_types():
+    import collections
+    return {collections.Counter: dict, collections.OrderedDict: dict,
+            collections.defaultdict: dict, collections.deque: list}
+
+
+_PLAIN_AS = _plain_types()
+"""Standard containers a reference solution returns where a benchmark compares with a plain
+value (MBPP's `collections.Counter(...) == {...}`); sent as that plain value, compared on the
+host like one. Exact types, so a subclass is still refused."""
 
 
 def decode(obj, depth=0):
@@ -144,6 +159,26 @@ def run_functions(spec, chan):
         chan.emit(record)
 
 
+def run_probes(spec, chan):
+    """MBPP-style asserts: each assert's probes (calls into the solution) evaluated in the
+    solution's namespace after the test setup code; the checks stay on the host."""
+    try:
+        module = load_solution()
+        if spec["setup"].strip():
+            exec(compile(spec["setup"], "<test setup>", "exec"), module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 -- SystemExit included: report and stop
+        chan.emit({"load_error": _describe(exc)})
+        return
+    for i, probes in enumerate(spec["probes"]):
+        values = []
+        for source in probes:
+            try:
+                values.append({"value": encode(eval(source, module.__dict__))})
+            except BaseException as exc:  # noqa: BLE001 -- this probe's failure
+                values.append({"error": _describe(exc)})
+        chan.emit({"i": i, "values": values})
+
+
 def _undumpable():
     """Make this process's /proc files root's (prctl PR_SET_DUMPABLE 0): a program run as a
     child under the same uid cannot open /proc/<driver>/fd/3 and write records of its own."""
@@ -178,6 +213,8 @@ def main():
     os.remove("tests.json")
     if spec["mode"] == "function":
         run_functions(spec, chan)
+    elif spec["mode"] == "probes":
+        run_probes(spec, chan)
     else:
         run_io(spec, chan)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .code import CodeTests, TestCase
 
-__all__ = ["Conversion", "convert_problem", "convert_asserts"]
+__all__ = ["Conversion", "convert_problem"]
 
 
 @dataclass
@@ -166,50 +166,3 @@ def convert_problem(problem: dict) -> Conversion:
                           "traced", unconvertible)
     return Conversion(CodeTests(cases, problem["entry_point"], strict_sequences=True,
                                 equality="python"), "ast")
-
-
-class _ToCandidate(ast.NodeTransformer):
-    def __init__(self, name: str):
-        self.name = name
-
-    def visit_Name(self, node):
-        return ast.copy_location(ast.Name("candidate", node.ctx), node) \
-            if node.id == self.name else node
-
-
-def convert_asserts(asserts: list[str], reference: str = "") -> tuple[CodeTests, list[str]]:
-    """MBPP-style `test_list` (`assert f(x) == y` strings) -> host-owned tests + the asserts
-    that could not be read. The called function is the entry point; values are evaluated here
-    from the dataset's own code (`reference`, trusted) when they are not plain literals."""
-    ns: dict = {"__name__": "mbpp_problem"}
-    if reference:
-        exec(compile(reference, "<reference>", "exec"), ns)   # dataset code, never model output
-    entry, cases, skipped = None, [], []
-    for text in asserts:
-        try:
-            stmt = ast.parse(text).body[0]
-        except (SyntaxError, IndexError):
-            skipped.append(text[:100])
-            continue
-        calls = [n.func.id for n in ast.walk(stmt) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Name) and n.func.id not in dir(__builtins__)]
-        name = entry or (calls[0] if calls else None)
-        found = None
-        if isinstance(stmt, ast.Assert) and name:
-            found = _match(_ToCandidate(name).visit(stmt).test)
-        if found is None:
-            skipped.append(text[:100])
-            continue
-        call, kind, expected, tol = found
-        try:
-            args = [_value(a, ns) for a in call.args]
-            exp = True if kind == "truthy" else False if kind == "falsy" else _value(expected, ns)
-            tol_value = float(_value(tol, ns)) if tol is not None else None
-        except (NameError, ValueError, SyntaxError):
-            skipped.append(text[:100])
-            continue
-        entry = name
-        cases.append(TestCase(args, tuple(exp) if kind == "seq" else exp, kind, tol_value))
-    if not cases:
-        raise ValueError(f"none of the {len(asserts)} asserts could be read as tests: {skipped[:3]}")
-    return CodeTests(cases, entry, strict_sequences=True, equality="python"), skipped

@@ -28,7 +28,7 @@ from .text import (WORD, clean, count_bullets, count_capital_words, count_highli
                    split_paragraphs)
 
 __all__ = ["CHECKERS", "RELATIONS", "all_lowercase", "all_uppercase", "capital_word_frequency",
-           "constrained_response", "end_checker", "forbidden_words", "json_format",
+           "constrained_response", "end_checker", "english_capital", "english_lowercase", "forbidden_words", "json_format",
            "keyword_frequency", "keywords_existence", "letter_frequency", "multiple_sections",
            "no_comma", "nth_paragraph_first_word", "number_bullet_lists",
            "number_highlighted_sections", "number_paragraphs", "number_placeholders",
@@ -237,6 +237,38 @@ def all_uppercase(text: str) -> Verdict:
     if not any(c.isalpha() for c in text):
         return _fail("no letters at all")
     return _first_offender(text, str.islower, "lowercase")
+
+
+def _in_english(case: Verdict, text: str) -> Verdict:
+    """IFEval's English-only case rules: the case verdict, then the response must be English.
+    Unsure (too little text, mixed) is `unparsed`, never a pass (Google's checker passes text
+    langdetect cannot read)."""
+    if case.score < 1.0:
+        return case
+    got, why = detect_language(text)
+    if got is None:
+        return Verdict(0.0, UNPARSED, reason=f"cannot tell the response is English: {why}")
+    if got != "en":
+        return _fail(f"response is in {got!r} ({why}), wanted English", got)
+    return case
+
+
+def english_lowercase(text: str) -> Verdict:
+    """In English, with no capital letters (IFEval's `change_case:english_lowercase`).
+
+    >>> english_lowercase("el gato se sentó en la alfombra y no se movió de la casa").reason
+    "response is in 'es' (9 of 14 words are 'es' stop words), wanted English"
+    """
+    return _in_english(all_lowercase(text), text)
+
+
+def english_capital(text: str) -> Verdict:
+    """In English, in capital letters only (IFEval's `change_case:english_capital`).
+
+    >>> english_capital("THE CAT SAT ON THE MAT AND IT WAS HAPPY.").score
+    1.0
+    """
+    return _in_english(all_uppercase(text), text)
 
 
 def capital_word_frequency(text: str, capital_frequency: int, capital_relation: str = "at least"
@@ -462,7 +494,7 @@ CHECKERS: dict[str, Callable[..., Verdict]] = {
     "startend:end_checker": end_checker,
     "startend:quotation": quotation,
     "change_case:capital_word_frequency": capital_word_frequency,
-    "change_case:english_capital": all_uppercase,
-    "change_case:english_lowercase": all_lowercase,
+    "change_case:english_capital": english_capital,
+    "change_case:english_lowercase": english_lowercase,
     "punctuation:no_comma": no_comma,
 }
