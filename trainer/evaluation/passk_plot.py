@@ -80,6 +80,9 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
     """A curve from an `rlvr eval` results file: recomputed at every k <= n from the recorded
     counts (same bootstrap seed and level as the run), or the reported points if it has none."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; `rlvr plot passk` takes results files written by "
+                         f"`rlvr eval -o` (a run's own metrics: `rlvr plot {path}`)")
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
