@@ -46,3 +46,58 @@ def test_plot_passk_given_a_run_folder_is_one_line(tmp_path, capsys):
     assert main(["plot", "passk", str(tmp_path / "run")]) == 2
     err = _one_error_line(capsys, "plot")
     assert "is a folder" in err and "rlvr eval -o" in err
+
+
+ROWS = [{"id": f"t{i}", "prompt": "What is 2 + 3?", "completion": c, "answer": "5"}
+        for i, c in enumerate(["5", "6", "The answer is 5", "5", "7"])]
+
+
+def _score(path, out, capsys) -> tuple[int, list]:
+    code = main(["score", "--env", "math-arithmetic", str(path), "-o", str(out), "--workers", "0",
+                 "--no-progress"])
+    return code, [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+
+
+@pytest.mark.parametrize("name,text", [
+    ("rows.json", json.dumps(ROWS, indent=2)),         # a JSON array, pretty-printed
+    ("rows.json", json.dumps(ROWS)),                   # a JSON array on one line
+    ("rows.jsonl", json.dumps(ROWS, indent=1))])       # an array whatever the suffix
+def test_score_reads_a_json_array_as_the_rows_jsonl_would_give(name, text, tmp_path, capsys):
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    code, want = _score(lines, tmp_path / "want.jsonl", capsys)
+    array = tmp_path / name
+    array.write_text(text)
+    got_code, got = _score(array, tmp_path / "got.jsonl", capsys)
+    assert (got_code, code) == (0, 0)
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("latency_s", "line")}
+                          for r in rows]
+    assert strip(got) == strip(want) and len(got) == 5
+    assert [r["status"] for r in got] == ["ok"] * 5
+
+
+@pytest.mark.parametrize("text,says", [
+    (json.dumps({"rows": ROWS}, indent=2), "holds one JSON object, not rows"),
+    ("id,completion\nt0,5\nt1,6\n", "is not JSON lines"),
+    (json.dumps(ROWS, indent=2)[:-4], "not a JSON array")])
+@pytest.mark.parametrize("command", ["score", "sft"])
+def test_a_whole_file_format_mistake_is_one_line_in_every_command(text, says, command, tmp_path,
+                                                                  capsys, tiny_model):
+    data = tmp_path / "rows.json"
+    data.write_text(text)
+    out = tmp_path / "out"
+    args = (["score", "--env", "math-arithmetic", str(data), "-o", str(out / "o.jsonl"),
+             "--workers", "0", "--no-progress"] if command == "score" else
+            ["sft", f"model={tiny_model}", f"data={data}", f"output_dir={out}", "steps=1",
+             "progress=false"])
+    assert main(args) == 2
+    assert says in _one_error_line(capsys, command)
+    assert not out.exists()
+
+
+def test_the_score_summary_names_failed_rows_only_when_there_are_some(tmp_path, capsys):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    assert _score(path, tmp_path / "out.jsonl", capsys)[0] == 0
+    text = capsys.readouterr().out
+    assert "mean score: 0.6000 over 5 scored rows\n" in text and "failed" not in text
