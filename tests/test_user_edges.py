@@ -101,3 +101,20 @@ def test_the_score_summary_names_failed_rows_only_when_there_are_some(tmp_path, 
     assert _score(path, tmp_path / "out.jsonl", capsys)[0] == 0
     text = capsys.readouterr().out
     assert "mean score: 0.6000 over 5 scored rows\n" in text and "failed" not in text
+
+
+def test_sft_shows_its_loss_in_the_bar_and_ends_with_what_it_did(tiny_model, tmp_path, capsys):
+    rows = [{"prompt": [{"role": "user", "content": f"{a}+1?"}],
+             "completion": [{"role": "assistant", "content": f"{a + 1}"}]} for a in range(6)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    assert main(["sft", f"model={tiny_model}", f"data={data}", f"output_dir={run}", "steps=2",
+                 "batch_size=2", "--progress", "--no-tensorboard"]) == 0
+    out, err = capsys.readouterr()
+    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert f"loss={last['loss']:.3g}" in err                # the bar's postfix
+    final = out.strip().splitlines()[-1]
+    policy = run / "checkpoints" / "step-000002" / "policy"
+    assert final.startswith(f"sft: 2 steps, final loss {last['loss']:.4f}, ")
+    assert final.endswith(f" s; model: {policy}") and policy.is_dir()
