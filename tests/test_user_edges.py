@@ -118,3 +118,30 @@ def test_sft_shows_its_loss_in_the_bar_and_ends_with_what_it_did(tiny_model, tmp
     policy = run / "checkpoints" / "step-000002" / "policy"
     assert final.startswith(f"sft: 2 steps, final loss {last['loss']:.4f}, ")
     assert final.endswith(f" s; model: {policy}") and policy.is_dir()
+
+
+def test_sft_keeps_only_layer_inputs_for_the_backward_by_default(tiny_model, tmp_path):
+    """Activations kept for the backward are most of an SFT step's memory: by default each
+    decoder layer is recomputed in the backward, so a forward keeps far fewer bytes."""
+    from rlvr.trainer.sft.batches import nll_sum
+    from rlvr.trainer.sft.config import SFTConfig
+    from rlvr.trainer.sft.trainer import SFTTrainer
+    rows = [{"prompt": f"{a} plus {a} is", "completion": f" {2 * a}, since {a} + {a} = {2 * a}."}
+            for a in range(8)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def saved_bytes(**kw) -> int:
+        trainer = SFTTrainer(SFTConfig(model=tiny_model, data=str(data), steps=1,
+                                       output_dir=str(tmp_path / "run"), batch_size=8,
+                                       packing=True, progress=False, tensorboard=False, **kw))
+        batch = trainer.micro_batches(trainer.train_set)[0]
+        kept = []
+
+        def keep(t):
+            kept.append(t.numel() * t.element_size())
+            return t
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+            nll_sum(trainer.policy, batch).backward()
+        return sum(kept)
+    assert saved_bytes() < 0.5 * saved_bytes(gradient_checkpointing=False)
