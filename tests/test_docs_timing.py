@@ -68,3 +68,13 @@ def test_the_main_jobs_bar_estimates_the_time_left_with_the_closing_evaluation()
     assert time_left(3, [40.0, 50.0], 26.0) == "~2:41 left"          # 3 x 45 + 26 s
     assert time_left(80, [50.0], 30.0) == "~1:07:10 left"
     assert time_left(2, [45.0], None) == "~1:30 left + final eval"    # resumed: eval unknown
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_a_resume_claim_says_how_exactly_it_matches(doc):
+    """'the same metrics' after a resume holds to the last digit on the tiny test model, to 6-7
+    significant digits on a real one: a claim must say which."""
+    sentences = [s for p in paragraphs(doc.read_text()) for s in re.split(r"(?<=[.;])\s+", p)]
+    bare = [s for s in sentences if re.search(r"resum", s, re.I) and "digit" not in s
+            and re.search(r"same metrics|metric for metric", s)]
+    assert not bare, f"{doc.name}: {bare[0][:200]!r}"

@@ -145,3 +145,36 @@ def test_sft_keeps_only_layer_inputs_for_the_backward_by_default(tiny_model, tmp
             nll_sum(trainer.policy, batch).backward()
         return sum(kept)
     assert saved_bytes() < 0.5 * saved_bytes(gradient_checkpointing=False)
+
+
+@pytest.mark.parametrize("greedy", [0.0, 1.0])
+def test_a_greedy_star_at_0_or_1_is_drawn_whole_inside_the_frame(greedy):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rlvr.passk import pass_at_k_curve
+    from rlvr.trainer.evaluation.passk_plot import Curve, draw_passk
+    counts = [0] * 5 if greedy == 0 else [16] * 5
+    curve = Curve("m", pass_at_k_curve(counts, 16, range(1, 17), 0), greedy, 5, 16)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    draw_passk(ax, [curve], [])
+    fig.canvas.draw()
+    star = next(line for line in ax.get_lines() if line.get_marker() == "*")
+    x, y = ax.transData.transform((1, greedy))
+    radius = star.get_markersize() * fig.dpi / 72 / 2
+    frame = ax.get_window_extent()
+    assert frame.x0 < x - radius and frame.y0 < y - radius and y + radius < frame.y1, \
+        "the star crosses the axes' frame"
+    plt.close(fig)
+
+
+def test_a_run_without_evaluation_is_told_so_in_words(tmp_path):
+    from rlvr.trainer.plots import plot_run
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
+    notes = plot_run(run).notes
+    assert "skipped 'eval' (Held-out evaluation (step 0 = the base model)): the run did no " \
+           "evaluation" in notes
+    assert not [n for n in notes if "\\" in n or "(.+)" in n or "(pass@" in n], notes

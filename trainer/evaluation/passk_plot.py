@@ -29,7 +29,7 @@ from pathlib import Path
 from rlvr.passk import PassAtK, pass_at_k_curve
 
 __all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "check_same_tasks", "TasksDiffer",
-           "on_common_tasks", "find_crossings", "plot_passk", "run_cli"]
+           "on_common_tasks", "find_crossings", "draw_passk", "plot_passk", "run_cli"]
 
 
 @dataclass
@@ -209,6 +209,36 @@ def find_crossings(curves: list[Curve]) -> list[Crossing]:
     return out
 
 
+def draw_passk(ax, curves: list[Curve], crossings: list[Crossing], title: str | None = None):
+    """The curves, their bands, each greedy pass@1 as a star at k = 1, and the crossings."""
+    for c in curves:
+        p = c.points
+        line, = ax.plot(p.ks, p.value, marker="o" if len(p.ks) <= 12 else None, ms=4,
+                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})")
+        ax.fill_between(p.ks, p.low, p.high, color=line.get_color(), alpha=0.2, lw=0)
+        if c.greedy is not None:
+            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color())
+    for x in crossings:
+        ax.axvline(x.k, color="0.3", ls="--", lw=1)
+        ax.annotate(f"cross k~{x.k:.0f}" + ("\n(bands overlap)" if x.bands_overlap else ""),
+                    (x.k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=8,
+                    color="0.2")
+    ax.set_xscale("log", base=2)
+    kmax = max(c.points.ks[-1] for c in curves)
+    ticks = [2 ** i for i in range(int(math.log2(kmax)) + 1)]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    # a margin around k in [1, kmax] and pass@k in [0, 1]: a greedy star at 0 or 1 on k = 1
+    # sits inside the frame, whole, not half over the axes' corner
+    ax.set_xlim(2 ** -0.2, kmax * 2 ** 0.2)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("k (samples per task, log scale)")
+    ax.set_ylabel("pass@k (unbiased; band: "
+                  f"{curves[0].points.level:.0%} bootstrap CI over tasks)")
+    ax.set_title(title or "pass@k vs k (star: greedy pass@1)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+
+
 def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
                title: str | None = None) -> PassKReport:
     """Draw the curves of `results` (paths to `rlvr eval` JSON, or Curves) into the PNG `out`."""
@@ -224,32 +254,7 @@ def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
     curves, notes = on_common_tasks(curves)
     crossings = find_crossings(curves)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for c in curves:
-        p = c.points
-        # clip_on=False: a marker at pass@k 0 or 1, or at k = 1, is drawn whole on the frame
-        line, = ax.plot(p.ks, p.value, marker="o" if len(p.ks) <= 12 else None, ms=4,
-                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})", clip_on=False)
-        ax.fill_between(p.ks, p.low, p.high, color=line.get_color(), alpha=0.2, lw=0)
-        if c.greedy is not None:
-            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color(),
-                    clip_on=False)
-    for x in crossings:
-        ax.axvline(x.k, color="0.3", ls="--", lw=1)
-        ax.annotate(f"cross k~{x.k:.0f}" + ("\n(bands overlap)" if x.bands_overlap else ""),
-                    (x.k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=8,
-                    color="0.2")
-    ax.set_xscale("log", base=2)
-    kmax = max(c.points.ks[-1] for c in curves)
-    ticks = [2 ** i for i in range(int(math.log2(kmax)) + 1)]
-    ax.set_xticks(ticks, [str(t) for t in ticks])
-    ax.set_xlim(1, kmax)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("k (samples per task, log scale)")
-    ax.set_ylabel("pass@k (unbiased; band: "
-                  f"{curves[0].points.level:.0%} bootstrap CI over tasks)")
-    ax.set_title(title or "pass@k vs k (star: greedy pass@1)", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    draw_passk(ax, curves, crossings, title)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
