@@ -53,13 +53,13 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 def _run(args) -> int:
     from rlvr.trainer.evaluation.eval_records import ResumeMismatch
-    from rlvr.trainer.evaluation.evaluate import EvalConfig, resolve_env, run_eval, samples_path
+    from rlvr.trainer.evaluation.evaluate import EvalConfig, run_eval, samples_path
     try:
         cfg = EvalConfig(**config_kwargs(EvalConfig, args, ks=_parse_ks(args.k),
                                          env_kwargs=parse_kv(args.env_arg)))
-        print(resolve_env(cfg), file=sys.stderr)     # which tasks: the run's, or as given
         progress = sys.stderr.isatty() if args.progress is None else args.progress
-        result = run_eval(cfg, args.out, progress=progress)
+        result = run_eval(cfg, args.out, progress=progress,      # says which tasks it used
+                          announce=lambda line: print(line, file=sys.stderr, flush=True))
     except (ValueError, KeyError, FileNotFoundError, ModuleNotFoundError, ResumeMismatch) as exc:
         raise UsageError(str(exc)) from exc
     print(result.table())

@@ -448,11 +448,13 @@ def resolve_env(cfg: EvalConfig) -> str:
             + (f"; given: {given})" if given else ")"))
 
 
-def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = True) -> EvalResult:
+def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = True,
+             announce=None) -> EvalResult:
     """Load the environment (`resolve_env`) and model named in `cfg`, evaluate (resuming
-    OUT.samples.jsonl if it exists), and write the results JSON to `out`."""
+    OUT.samples.jsonl if it exists), and write the results JSON to `out`. `announce(line)`
+    is told which environment was used, once everything has loaded (before sampling)."""
     import rlvr
-    resolve_env(cfg)
+    which = resolve_env(cfg)
     env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
     if cfg.split not in env.source.splits:
         raise ValueError(f"environment {cfg.env!r} has no split {cfg.split!r}; "
@@ -461,6 +463,8 @@ def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = Tr
     if out is not None:
         store = SampleStore(samples_path(out), cfg.identity())   # refuses other settings first
     sampler, model = _sampler(cfg)
+    if announce is not None:
+        announce(which)
     if not cfg.label:
         cfg.label = model["label"]
     try:
