@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 
 from rlvr.usage import UsageError
 
-__all__ = ["iter_rows", "read_rows", "input_kind", "open_lines", "count_rows", "BadRow",
+__all__ = ["iter_rows", "read_rows", "input_kind", "json_layout", "reads_raw_lines",
+           "open_lines", "count_rows", "BadRow",
            "SUPPORTED", "bad_json", "has_no_rows", "HubUnreachable", "hub_offline_reason",
            "go_offline"]
 
@@ -90,7 +91,7 @@ def looks_like_hub_id(source: str) -> bool:
 
 
 def input_kind(source: str | Path) -> str:
-    """'jsonl' (JSON lines, or one JSON array in a .json file), 'parquet', 'saved' (a directory:
+    """'jsonl' (JSON lines, or one JSON array: `json_layout` tells which), 'parquet', 'saved' (a directory:
     saved by `datasets`, or a local dataset repository) or 'hub'; a clear error otherwise."""
     path = Path(source)
     if path.is_file():
@@ -153,20 +154,78 @@ def _jsonl_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
                     yield n, BadRow(bad_json(exc))
 
 
+_PROBE_LINES = 20
+"""Lines looked at before a file that parses on none of them is called not JSON lines."""
+
+
+def json_layout(path: str | Path) -> str:
+    """How a JSON file holds its rows: 'lines' (one JSON value per line) or 'array' (one JSON
+    array, on one line or many, whatever the suffix). A file that is neither as a whole -- one
+    JSON object, a broken array, a file none of whose first lines is JSON (a CSV, say) -- is a
+    ValueError in one line, not an error row per line."""
+    first, parsed, probed, bad = None, False, 0, ""
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                bad = bad or bad_json(exc)
+                value = exc
+            if first is None:
+                first, head = value, raw.lstrip()[:1]
+            if not isinstance(value, json.JSONDecodeError):
+                parsed = True
+                break
+            probed += 1
+            if probed >= _PROBE_LINES:
+                break
+        rest_blank = not f.read(4096).strip() if parsed else False
+    if first is None:
+        return "lines"                       # blank: no rows either way
+    if not isinstance(first, json.JSONDecodeError):
+        single_array = isinstance(first, list) and (rest_blank or Path(path).suffix == ".json")
+        return "array" if single_array else "lines"
+    if head == "[" or (head == "{" and not parsed):     # one JSON value over many lines?
+        whole = _whole_json(path)
+        if isinstance(whole, list):
+            return "array"
+        if isinstance(whole, dict):
+            raise ValueError(f"{path} holds one JSON object, not rows: give one JSON object "
+                             "per line (JSON lines) or a JSON array of objects")
+        if head == "[":
+            raise ValueError(f"{path}: not a JSON array ({whole}) and not JSON lines")
+    if not parsed:
+        raise ValueError(f"{path} is not JSON lines: none of its first {probed} lines is JSON "
+                         f"(the first: {bad}); give {SUPPORTED}")
+    return "lines"
+
+
+def _whole_json(path):
+    """The file parsed as one JSON value, or the parse error in words."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as exc:
+            return f"bad JSON: {exc.msg} at line {exc.lineno}"
+
+
+def reads_raw_lines(source: str | Path) -> bool:
+    """True when `source` is a JSON-lines file: a caller may read it line by line and parse
+    each line itself (`rlvr score` does, in its workers); anything else comes from
+    `iter_rows` parsed."""
+    return input_kind(source) == "jsonl" and json_layout(source) == "lines"
+
+
 def _is_json_array(path) -> bool:
-    """A .json file holding one JSON array of rows (not JSON lines)."""
-    if Path(path).suffix.lower() != ".json":
-        return False
-    with open(path, "rb") as f:
-        return f.read(4096).lstrip()[:1] == b"["
+    return json_layout(path) == "array"
 
 
 def _json_array_rows(path, start_after: int) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8") as f:
-        try:
-            rows = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: bad JSON ({exc.msg} at line {exc.lineno})") from None
+    rows = _whole_json(path)
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: not a JSON array ({rows})")
     yield from ((n, row) for n, row in enumerate(rows, start=1) if n > start_after)
 
 

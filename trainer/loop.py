@@ -71,7 +71,6 @@ class Trainer:
         if cfg.tune_allocator and self.device.type == "cpu":
             release_freed_memory()      # freed activations leave the process (allocator.py)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
-        self.run_dir.mkdir(parents=True, exist_ok=True)     # after the checks that can refuse
         if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
                 self.env, env_args=cfg.env_kwargs,
@@ -83,6 +82,7 @@ class Trainer:
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
         self.teacher = self._load_teacher()
+        self.run_dir.mkdir(parents=True, exist_ok=True)     # after the loads that can refuse
         self.dist.broadcast_parameters([self.policy])
         self.critic = ValueModel(cfg.model).to(self.build_device).eval() if cfg.advantage == "gae" else None
         if self.critic is not None:

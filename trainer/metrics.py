@@ -103,10 +103,14 @@ class MetricsLogger:
     samples.jsonl. Rows past `start_step` (a run that died after its last checkpoint) are
     dropped first: a resumed run rewrites them."""
 
+    BAR_KEYS = ("reward", "kl", "completions/mean_length", "entropy")
+    """The metrics an RL run's bar shows; `bar_keys` names others (SFT: its loss)."""
+
     def __init__(self, run_dir: Path, start_step: int, total_steps: int, tensorboard: bool,
                  progress: bool, desc: str = "rlvr train", report_to=("tensorboard",),
-                 config: dict | None = None):
+                 config: dict | None = None, bar_keys: tuple = BAR_KEYS):
         self.dir = Path(run_dir)
+        self.bar_keys = bar_keys
         for name in ("metrics.jsonl", "eval.jsonl", "samples.jsonl"):
             _truncate_after(self.dir / name, start_step)
         self.wandb = None
@@ -138,8 +142,7 @@ class MetricsLogger:
             self.wandb.log(step, metrics, file)
         if file == "metrics.jsonl":
             self.bar.update(1)
-            self.bar.set_postfix({k: f"{metrics[k]:.3g}" for k in
-                                  ("reward", "kl", "completions/mean_length", "entropy")
+            self.bar.set_postfix({k: f"{metrics[k]:.3g}" for k in self.bar_keys
                                   if isinstance(metrics.get(k), float)}, refresh=False)
 
     def samples(self, step: int, rows: list[dict]) -> None:

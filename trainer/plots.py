@@ -34,7 +34,8 @@ __all__ = ["Series", "Panel", "PANELS", "EPISODE_PANELS", "SFT_PANELS", "RunData
 
 @dataclass(frozen=True)
 class Series:
-    """One curve: a metric name, or a regex (`pattern=True`) whose first group labels each match."""
+    """One curve: a metric name, or a regex (`pattern=True`) whose first group labels each match;
+    `label` names it in the legend and in notes (a pattern's own text is never shown)."""
     metric: str
     label: str = ""
     pattern: bool = False
@@ -56,7 +57,7 @@ class Panel:
 PANELS: tuple[Panel, ...] = (
     Panel("reward", "Reward and accuracy", "mean over the rollout batch",
           (Series("reward", "reward (weighted)"),
-           Series(r"rewards/(.+)/mean", pattern=True)), unit_interval=True),
+           Series(r"rewards/(.+)/mean", "per-reward means", pattern=True)), unit_interval=True),
     Panel("length", "Response length", "tokens",
           (Series("completions/mean_length", "mean length"),
            Series("completions/mean_terminated_length", "mean length (stopped)"))),
@@ -72,7 +73,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("entropy", "Policy entropy", "nats per token", (Series("entropy", "entropy"),)),
     Panel("kl", "KL to the reference policy", "per token (k3)", (Series("kl", "KL"),)),
     Panel("eval", "Held-out evaluation (step 0 = the base model)", "rate on held-out tasks",
-          (Series(r"(pass@\d+)", pattern=True),
+          (Series(r"(pass@\d+)", "pass@k", pattern=True),
            Series("think/well_formed_rate", "think well-formed")),
           source="eval.jsonl", unit_interval=True, measurements=True),
 )
@@ -313,9 +314,11 @@ def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
             report.files.append(out_dir / f"{panel.name}.png")
             present.append(panel)
         elif panel not in EPISODE_PANELS and panel.name != "sft_eval_loss":
-            wanted = ", ".join(s.metric for s in panel.series)
-            report.notes.append(f"skipped '{panel.name}' ({panel.title}): no {wanted} "
-                                f"in {panel.source}")
+            wanted = " or ".join(s.label if s.pattern else s.metric for s in panel.series)
+            none = all(not run.rows.get(panel.source) for run in runs)
+            report.notes.append(f"skipped '{panel.name}' ({panel.title}): " + (
+                "the run did no evaluation" if none and panel.source == "eval.jsonl" else
+                f"no {wanted} in {panel.source}"))
         plt.close(fig)
     if present:
         cols = 2 if len(present) > 1 else 1

@@ -1,7 +1,8 @@
 """`rlvr eval`: pass@k of a model or endpoint on an environment (the work: rlvr.trainer.evaluation.evaluate).
 
 Options come from `EvalConfig`'s fields and docstrings (rlvr.cli.options); only the k list, the
-environment arguments, the progress bar and the output path are declared here.
+environment arguments, the progress bar and the output path are declared here. A run folder is
+evaluated on the environment and arguments it trained on unless told otherwise (`resolve_env`).
 """
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ def add_parser(subparsers) -> None:
         "eval", help="pass@k of a model on an environment's held-out split, with bootstrap CIs",
         description="Sample n completions per held-out task (seeded per task) and report greedy "
                     "pass@1 and unbiased pass@k = mean over tasks of 1 - C(n-c,k)/C(n,k), with "
-                    "bootstrap confidence intervals over tasks. With -o, per-sample rows go to "
-                    "OUT.samples.jsonl and rerunning the command resumes.")
+                    "bootstrap confidence intervals over tasks. A run folder (--model RUN_DIR, "
+                    "or --env-from RUN_DIR for any model) is evaluated on the environment and "
+                    "arguments it trained on; --env/--env-arg override them. With -o, "
+                    "per-sample rows go to OUT.samples.jsonl and rerunning the command resumes.")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help=docs["env_kwargs"] + " (repeatable), e.g. n_terms=2")
     p.add_argument("--k", default=",".join(map(str, EvalConfig.ks)),
@@ -55,7 +58,8 @@ def _run(args) -> int:
         cfg = EvalConfig(**config_kwargs(EvalConfig, args, ks=_parse_ks(args.k),
                                          env_kwargs=parse_kv(args.env_arg)))
         progress = sys.stderr.isatty() if args.progress is None else args.progress
-        result = run_eval(cfg, args.out, progress=progress)
+        result = run_eval(cfg, args.out, progress=progress,      # says which tasks it used
+                          announce=lambda line: print(line, file=sys.stderr, flush=True))
     except (ValueError, KeyError, FileNotFoundError, ModuleNotFoundError, ResumeMismatch) as exc:
         raise UsageError(str(exc)) from exc
     print(result.table())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import time
 
 from .train import add_run_arguments, report_run
 
@@ -34,7 +35,8 @@ def _run(args) -> int:
         for name, typ, default, doc in sft_field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
         return 0
-    from rlvr.trainer.sft.trainer import SFTTrainer, sft
+    from rlvr.trainer.sft.trainer import SFTTrainer, sft, summary_line
+    t0 = time.perf_counter()
     try:
         fields = {f.name for f in dataclasses.fields(SFTConfig)}
         overrides = {**{k: v for k, v in vars(args).items() if k in fields},
@@ -50,4 +52,5 @@ def _run(args) -> int:
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
     report_run(run_dir)
+    print(summary_line(run_dir, time.perf_counter() - t0))
     return 0

@@ -19,7 +19,7 @@ from rlvr.envs.multiturn import TranscriptError, episode_from_row
 from rlvr.envs.registry import build_env, env_module, load_env
 from rlvr.pool import Factory, WorkerPool, mark_step
 from rlvr.pooled_reward import derive_deadline
-from rlvr.rows import bad_json, count_rows, has_no_rows, input_kind, iter_rows, open_lines
+from rlvr.rows import bad_json, count_rows, has_no_rows, iter_rows, open_lines, reads_raw_lines
 
 from .fields import completion_text, get_field, with_fields
 from .summary import (UNSCORED, ScoreSummary, add_counts, add_failure, failure_key,
@@ -76,7 +76,7 @@ class ScoreConfig:
 class _ChunkReader:
     """Hands out the input as chunks of non-blank rows: (line numbers, raw rows).
 
-    JSONL lines are taken raw with `islice` (no per-line Python work in this process; workers
+    JSON lines are taken raw with `islice` (no per-line Python work in this process; workers
     parse them); the line numbers of a chunk without blank lines travel as a `range`. Blank
     lines are skipped, but they keep their number, so `line` is always the input's own line
     number. Other formats come parsed from `rlvr.rows.iter_rows`.
@@ -84,7 +84,7 @@ class _ChunkReader:
 
     def __init__(self, cfg: ScoreConfig, start_after: int):
         self._file = None
-        if input_kind(cfg.input) == "jsonl":
+        if reads_raw_lines(cfg.input):
             self._file = open_lines(cfg.input, start_after)
             self._next = start_after + 1
         else:

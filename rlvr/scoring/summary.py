@@ -202,9 +202,10 @@ class ScoreSummary:
         d = self.to_dict()
         mean = "n/a" if d["mean_score"] is None else f"{d['mean_score']:.4f}"
         mean_all = "n/a" if d["mean_score_all_rows"] is None else f"{d['mean_score_all_rows']:.4f}"
+        failed = (f"; {mean_all} over all {d['rows']} rows with the {d['failed_rows']} failed "
+                  "rows counted as 0") if d["failed_rows"] else ""
         lines = [f"rows: {d['rows']} ({d['resumed_rows']} from an earlier run)",
-                 f"mean score: {mean} over {d['scored_rows']} scored rows; {mean_all} over all "
-                 f"{d['rows']} rows with the {d['failed_rows']} failed rows counted as 0",
+                 f"mean score: {mean} over {d['scored_rows']} scored rows{failed}",
                  *(f"{k}: {c['ratio']:.4f} ({c['hits']:g} of {c['of']:g})"
                    for k, c in d.get("counts", {}).items() if c["of"]),
                  "status: " + ", ".join(f"{k}={v}" for k, v in d["by_status"].items()),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["task_seeds", "TaskRecord", "SampleStore", "ResumeMismatch"]
+__all__ = ["task_seeds", "task_fingerprint", "TaskRecord", "SampleStore", "ResumeMismatch"]
 
 
 def task_seeds(seed: int, task_ids: list[str]) -> list[int]:
@@ -29,6 +29,14 @@ def task_seeds(seed: int, task_ids: list[str]) -> list[int]:
         state = np.random.SeedSequence([seed, *words.tolist()]).generate_state(1, np.uint64)[0]
         out.append(int(state % (2**63 - 1)))
     return out
+
+
+def task_fingerprint(task) -> str:
+    """A short hash of what a task asks and expects (prompt and gold answer): two results that
+    share a task id but not its fingerprint evaluated different problems under that id (an
+    environment built with other arguments), and must not be compared."""
+    body = json.dumps([task.prompt, task.answer], sort_keys=True, default=str)
+    return hashlib.blake2b(body.encode(), digest_size=8).hexdigest()
 
 
 def _json_safe(v):

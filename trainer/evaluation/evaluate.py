@@ -30,19 +30,28 @@ from pathlib import Path
 from rlvr.core import Verdict
 from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
-from .eval_records import SampleStore, TaskRecord, task_seeds
+from .eval_records import SampleStore, TaskRecord, task_fingerprint, task_seeds
 
 __all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate",
-           "run_eval", "resolve_model", "LocalSampler", "evaluate_in_training"]
+           "run_eval", "resolve_env", "resolve_model", "LocalSampler", "evaluate_in_training"]
+
+DEFAULT_ENV = "arithmetic"
+"""The environment evaluated when neither `env` nor a run folder names one."""
 
 
 @dataclass
 class EvalConfig:
     """What `rlvr eval` measures. The resolved config is written beside the results."""
-    env: str = "arithmetic"
-    """Environment name (`rlvr envs list`)."""
+    env: str = ""
+    """Environment name (`rlvr envs list`). Empty: the environment of the run folder given as
+    `model` (or `env_from`), with its arguments -- the tasks the run trained on; arithmetic
+    when no run folder names one."""
     env_kwargs: dict = field(default_factory=dict)
-    """Keyword arguments for the environment factory."""
+    """Keyword arguments for the environment factory; with a run's environment, each one given
+    replaces the run's value for that argument."""
+    env_from: str = ""
+    """An rlvr run folder whose environment and arguments to evaluate on (e.g. a base model on
+    the tasks of a trained run); default: `model`'s own, when it is a run folder."""
     model: str = "smollm2"
     """Model folder, hub id, rlvr run directory (its latest policy) or 'smollm2'; with
     `endpoint`, the model name the server serves."""
@@ -117,7 +126,7 @@ class EvalConfig:
         # tasks/sample_tasks may grow: the first N distinct tasks and their seeds do not change
         for name in ("concurrency", "retries", "request_timeout_s", "batch_size", "bootstrap",
                      "level", "label", "ks", "api_key_env", "tasks", "sample_tasks",
-                     "n_per_request"):
+                     "n_per_request", "env_from"):
             d.pop(name)
         if not d["tokenizer"]:
             d.pop("tokenizer")     # the model's own: runs from before the option still resume
@@ -149,6 +158,8 @@ class EvalResult:
     failed_tasks: dict = field(default_factory=dict)
     """Tasks the sampler could not serve (endpoint errors after retries): left out of every
     number, sampled again by a rerun."""
+    task_fingerprints: list[str] = field(default_factory=list)
+    """One per entry of `task_ids` (eval_records.task_fingerprint): what each task asked."""
 
     @property
     def samples_per_s(self) -> float:
@@ -308,6 +319,8 @@ def evaluate(sampler, env, cfg: EvalConfig, store: SampleStore | None = None,
     result = _result(ordered, cfg, time.perf_counter() - t0, generated,
                      sum(t.id in done for t in tasks))
     result.failed_tasks = failed
+    prints = {t.id: task_fingerprint(t) for t in tasks}
+    result.task_fingerprints = [prints[i] for i in result.task_ids]
     return result
 
 
@@ -402,10 +415,46 @@ def samples_path(out: str | Path) -> Path:
     return out.with_name(out.stem + ".samples.jsonl")
 
 
-def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = True) -> EvalResult:
-    """Load the environment and model named in `cfg`, evaluate (resuming OUT.samples.jsonl if
-    it exists), and write the results JSON to `out`."""
+def _run_env(folder: str) -> tuple[str, dict] | None:
+    """(env, env_kwargs) an rlvr run folder trained on, from its config.json; None for anything
+    else (a model folder, a hub id, a run without an environment such as SFT)."""
+    path = Path(folder) / "config.json"
+    if not (Path(folder) / "checkpoints").is_dir() or not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text()).get("config", {})
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return (saved["env"], dict(saved.get("env_kwargs") or {})) if saved.get("env") else None
+
+
+def resolve_env(cfg: EvalConfig) -> str:
+    """Fill in `cfg.env` and `cfg.env_kwargs` (in place) and say where they came from: the run
+    folder's own environment and arguments (`env_from`, or `model` when it is a run folder),
+    each argument given in `cfg` replacing the run's; a different `env` replaces the run's
+    altogether. Calling it again changes nothing."""
+    folder = cfg.env_from or ("" if cfg.endpoint else cfg.model)
+    run = _run_env(folder) if folder else None
+    if cfg.env_from and run is None:
+        raise ValueError(f"env_from {cfg.env_from!r} is not an rlvr run folder with an "
+                         "environment (its config.json names none)")
+    given = ", ".join(f"{k}={v!r}" for k, v in cfg.env_kwargs.items())
+    if run is None or (cfg.env and cfg.env != run[0]):
+        cfg.env = cfg.env or DEFAULT_ENV
+        why = f"the run {folder}'s is {run[0]}, replaced by --env" if run else "as given"
+        return f"environment: {cfg.env} {cfg.env_kwargs or '{}'} ({why})"
+    cfg.env, cfg.env_kwargs = run[0], {**run[1], **cfg.env_kwargs}
+    return (f"environment: {cfg.env} {cfg.env_kwargs} (the tasks the run {folder} trained on"
+            + (f"; given: {given})" if given else ")"))
+
+
+def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = True,
+             announce=None) -> EvalResult:
+    """Load the environment (`resolve_env`) and model named in `cfg`, evaluate (resuming
+    OUT.samples.jsonl if it exists), and write the results JSON to `out`. `announce(line)`
+    is told which environment was used, once everything has loaded (before sampling)."""
     import rlvr
+    which = resolve_env(cfg)
     env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
     if cfg.split not in env.source.splits:
         raise ValueError(f"environment {cfg.env!r} has no split {cfg.split!r}; "
@@ -414,6 +463,8 @@ def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = Tr
     if out is not None:
         store = SampleStore(samples_path(out), cfg.identity())   # refuses other settings first
     sampler, model = _sampler(cfg)
+    if announce is not None:
+        announce(which)
     if not cfg.label:
         cfg.label = model["label"]
     try:
@@ -425,7 +476,8 @@ def run_eval(cfg: EvalConfig, out: str | Path | None = None, progress: bool = Tr
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(
             {"format": "rlvr-eval/1", "config": asdict(cfg), "model": model,
-             "model_path": model.get("path"), "env": env.describe(),
+             "model_path": model.get("path"),
+             "env": {**env.describe(), "registered_as": cfg.env, "arguments": cfg.env_kwargs},
              "samples_file": str(samples_path(out)), "bootstrap": cfg.bootstrap,
              "complete": not result.failed_tasks,
              **result.to_dict()}, indent=1))

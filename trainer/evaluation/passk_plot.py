@@ -7,10 +7,12 @@ at small k, base models may catch up or overtake at large k. Each curve is the u
 a log axis. Where two curves cross, the crossing is marked and printed; a crossing inside
 overlapping bands is marked as such (the data cannot tell the order there).
 
-Curves compare only on the same tasks: when the results cover different task sets (another
-`--tasks`, a run that failed some tasks), every curve is recomputed on the tasks all of them
-share, and the report says so; when they share none, or a file has no per-task counts, the
-curves are drawn as they are, with a note saying why they do not compare.
+Curves compare only on the same tasks. Results whose shared task ids hold different problems
+(each task's fingerprint differs: another environment or other environment arguments) are
+refused. When the results cover different task sets of the same problems (another `--tasks`, a
+run that failed some tasks), every curve is recomputed on the tasks all of them share, and the
+report says so; when they share none, or a file has no per-task counts, the curves are drawn as
+they are, with a note saying why they do not compare.
 
 >>> report = plot_passk(["base.json", "grpo.json"], "passk.png")    # doctest: +SKIP
 >>> report.crossings                                                # doctest: +SKIP
@@ -26,8 +28,8 @@ from pathlib import Path
 
 from rlvr.passk import PassAtK, pass_at_k_curve
 
-__all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "on_common_tasks", "find_crossings",
-           "plot_passk", "run_cli"]
+__all__ = ["Curve", "Crossing", "PassKReport", "load_curve", "check_same_tasks", "TasksDiffer",
+           "on_common_tasks", "find_crossings", "draw_passk", "plot_passk", "run_cli"]
 
 
 @dataclass
@@ -42,6 +44,12 @@ class Curve:
     """Correct samples per task id (None when the file does not record them)."""
     estimator: tuple = (1000, 0.95, 0)
     """The bootstrap's resamples, level and seed, for recomputing the curve."""
+    fingerprints: dict | None = None
+    """What each task id asked (eval_records.task_fingerprint); None in older files."""
+    env: tuple | None = None
+    """(environment, its arguments) the file was evaluated on; None when it does not say."""
+    source: str = ""
+    """The file the curve came from, for messages."""
 
 
 @dataclass
@@ -80,6 +88,9 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
     """A curve from an `rlvr eval` results file: recomputed at every k <= n from the recorded
     counts (same bootstrap seed and level as the run), or the reported points if it has none."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; `rlvr plot passk` takes results files written by "
+                         f"`rlvr eval -o` (a run's own metrics: `rlvr plot {path}`)")
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -96,6 +107,9 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
     n, counts, ids = data.get("samples"), data.get("correct_counts"), data.get("task_ids")
     estimator = (cfg.get("bootstrap", 1000), cfg.get("level", 0.95), cfg.get("seed", 0))
     task_counts = dict(zip(ids, counts)) if ids and counts and len(ids) == len(counts) else None
+    prints = data.get("task_fingerprints")
+    prints = dict(zip(ids, prints)) if ids and prints and len(ids) == len(prints) else None
+    env = (cfg["env"], cfg.get("env_kwargs") or {}) if cfg.get("env") else None
     if every_k and counts and n:
         points = pass_at_k_curve(counts, n, range(1, n + 1), *estimator)
     else:
@@ -106,7 +120,37 @@ def load_curve(path: str | Path, label: str | None = None, every_k: bool = True)
                          [ci.get(f"pass@{k}", [v, v])[1] for k, v in zip(ks, val)],
                          len(counts or []), cfg.get("level", 0.95), 0)
     return Curve(name, points, data.get("greedy_pass1"), data.get("sampled_tasks", 0), n or 0,
-                 task_counts, estimator)
+                 task_counts, estimator, prints, env, str(path))
+
+
+class TasksDiffer(ValueError):
+    """Two results hold different problems under the same task ids: not comparable."""
+
+
+def _env_text(env: tuple) -> str:
+    return f"{env[0]} {json.dumps(env[1], sort_keys=True)}"
+
+
+def check_same_tasks(curves: list[Curve]) -> None:
+    """Refuse (TasksDiffer, one line naming the difference) curves whose shared task ids name
+    different problems: by each task's fingerprint, or, for files without them, by the
+    environment and arguments they were evaluated on. The first curve is the reference."""
+    first = curves[0]
+    for c in curves[1:]:
+        where = f"{first.source or first.label} and {c.source or c.label}"
+        envs = (f" (evaluated on {_env_text(first.env)} vs {_env_text(c.env)})"
+                if first.env and c.env and first.env != c.env else "")
+        fix = ("; evaluate every model on the same tasks, e.g. a base model on a run's with "
+               "`rlvr eval --env-from RUN_DIR`")
+        if first.fingerprints and c.fingerprints:
+            clash = [t for t in first.fingerprints
+                     if t in c.fingerprints and first.fingerprints[t] != c.fingerprints[t]]
+            if clash:
+                raise TasksDiffer(f"{where} hold different problems under the same task ids "
+                                  f"({len(clash)} of them, e.g. {clash[0]!r}){envs}{fix}")
+        elif envs:
+            raise TasksDiffer(f"{where} were evaluated on different tasks{envs}{fix}")
+
 
 
 def on_common_tasks(curves: list[Curve]) -> tuple[list[Curve], list[str]]:
@@ -114,6 +158,7 @@ def on_common_tasks(curves: list[Curve]) -> tuple[list[Curve], list[str]]:
     (or when they cannot be compared that way)."""
     if len(curves) < 2:
         return curves, []
+    check_same_tasks(curves)
     missing = [c.label for c in curves if c.task_counts is None]
     sets = [set(c.task_counts) for c in curves if c.task_counts is not None]
     if missing:
@@ -132,7 +177,7 @@ def on_common_tasks(curves: list[Curve]) -> tuple[list[Curve], list[str]]:
         points = pass_at_k_curve(counts, c.samples, range(1, c.samples + 1), *c.estimator)
         out.append(Curve(c.label, points, None, len(counts), c.samples,
                          {t: c.task_counts[t] for t in c.task_counts if t in common},
-                         c.estimator))
+                         c.estimator, c.fingerprints, c.env, c.source))
     return out, [f"the results cover different tasks ({sizes}; {len(common)} in common): every "
                  f"curve is drawn on the {len(common)} common tasks (greedy stars left out)"]
 
@@ -164,6 +209,36 @@ def find_crossings(curves: list[Curve]) -> list[Crossing]:
     return out
 
 
+def draw_passk(ax, curves: list[Curve], crossings: list[Crossing], title: str | None = None):
+    """The curves, their bands, each greedy pass@1 as a star at k = 1, and the crossings."""
+    for c in curves:
+        p = c.points
+        line, = ax.plot(p.ks, p.value, marker="o" if len(p.ks) <= 12 else None, ms=4,
+                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})")
+        ax.fill_between(p.ks, p.low, p.high, color=line.get_color(), alpha=0.2, lw=0)
+        if c.greedy is not None:
+            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color())
+    for x in crossings:
+        ax.axvline(x.k, color="0.3", ls="--", lw=1)
+        ax.annotate(f"cross k~{x.k:.0f}" + ("\n(bands overlap)" if x.bands_overlap else ""),
+                    (x.k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=8,
+                    color="0.2")
+    ax.set_xscale("log", base=2)
+    kmax = max(c.points.ks[-1] for c in curves)
+    ticks = [2 ** i for i in range(int(math.log2(kmax)) + 1)]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    # a margin around k in [1, kmax] and pass@k in [0, 1]: a greedy star at 0 or 1 on k = 1
+    # sits inside the frame, whole, not half over the axes' corner
+    ax.set_xlim(2 ** -0.2, kmax * 2 ** 0.2)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("k (samples per task, log scale)")
+    ax.set_ylabel("pass@k (unbiased; band: "
+                  f"{curves[0].points.level:.0%} bootstrap CI over tasks)")
+    ax.set_title(title or "pass@k vs k (star: greedy pass@1)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+
+
 def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
                title: str | None = None) -> PassKReport:
     """Draw the curves of `results` (paths to `rlvr eval` JSON, or Curves) into the PNG `out`."""
@@ -179,32 +254,7 @@ def plot_passk(results: list, out: str | Path, labels: list[str] | None = None,
     curves, notes = on_common_tasks(curves)
     crossings = find_crossings(curves)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for c in curves:
-        p = c.points
-        # clip_on=False: a marker at pass@k 0 or 1, or at k = 1, is drawn whole on the frame
-        line, = ax.plot(p.ks, p.value, marker="o" if len(p.ks) <= 12 else None, ms=4,
-                        label=f"{c.label} ({c.tasks} tasks, n={c.samples})", clip_on=False)
-        ax.fill_between(p.ks, p.low, p.high, color=line.get_color(), alpha=0.2, lw=0)
-        if c.greedy is not None:
-            ax.plot([1], [c.greedy], marker="*", ms=10, ls="none", color=line.get_color(),
-                    clip_on=False)
-    for x in crossings:
-        ax.axvline(x.k, color="0.3", ls="--", lw=1)
-        ax.annotate(f"cross k~{x.k:.0f}" + ("\n(bands overlap)" if x.bands_overlap else ""),
-                    (x.k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=8,
-                    color="0.2")
-    ax.set_xscale("log", base=2)
-    kmax = max(c.points.ks[-1] for c in curves)
-    ticks = [2 ** i for i in range(int(math.log2(kmax)) + 1)]
-    ax.set_xticks(ticks, [str(t) for t in ticks])
-    ax.set_xlim(1, kmax)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("k (samples per task, log scale)")
-    ax.set_ylabel("pass@k (unbiased; band: "
-                  f"{curves[0].points.level:.0%} bootstrap CI over tasks)")
-    ax.set_title(title or "pass@k vs k (star: greedy pass@1)", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    draw_passk(ax, curves, crossings, title)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

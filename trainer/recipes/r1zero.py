@@ -150,13 +150,18 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
 
     class R1ZeroTrainer(Trainer):
         def train(self):
+            self.eval_s = None            # how long the closing evaluation will take, if known
             if not _eval_rows(self.run_dir, step=0):
                 print(f"held-out eval of the base model ({eval_tasks} problems, greedy) ...",
                       flush=True)
+                t0 = time.perf_counter()
                 _log_eval(self.run_dir, 0, held_out_eval(self, eval_tasks))
+                self.eval_s = time.perf_counter() - t0
+            self.step_s, self.clock = [], time.perf_counter()
             self.bar = tqdm(total=self.cfg.steps, initial=self.step, desc=desc, unit="step",
                             dynamic_ncols=True, bar_format="{desc} {n_fmt}/{total_fmt} |{bar:20}| "
-                                                           "{elapsed}<{remaining}{postfix}")
+                                                           "{elapsed}{postfix}")
+            self.bar.set_postfix_str(time_left(0, [], None) + " (known after the first step)")
             try:
                 out = super().train()
             finally:
@@ -168,11 +173,30 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
 
         def train_step(self):
             metrics, samples = super().train_step()
+            now = time.perf_counter()
+            self.step_s.append(now - self.clock)    # the step, and any checkpoint before it
+            self.clock = now
             self.bar.update(1)
-            self.bar.set_postfix_str(_postfix(metrics))
+            self.bar.set_postfix_str(time_left(self.bar.total - self.bar.n, self.step_s,
+                                               self.eval_s) + "  " + _postfix(metrics))
             return metrics, samples
 
     R1ZeroTrainer(cfg, checkpoint).train()
+
+
+def time_left(steps_left: int, step_s: list[float], eval_s: float | None) -> str:
+    """The bar's estimate of the time left: the steps still to run at the mean time of the
+    steps so far, plus the closing held-out evaluation, as long as the opening one took (when
+    this process ran it; a resumed run only says it is still to come)."""
+    if not step_s:
+        return "left: ?"
+    left = steps_left * sum(step_s) / len(step_s) + (eval_s or 0.0)
+    return f"~{_clock(left)} left" + (" + final eval" if eval_s is None else "")
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
 
 
 def held_out_eval(trainer, n_tasks: int) -> dict:

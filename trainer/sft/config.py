@@ -75,9 +75,11 @@ class SFTConfig:
     """AdamW betas."""
     max_grad_norm: float = 1.0
     """Gradient-norm clip (0 = none)."""
-    gradient_checkpointing: bool = False
-    """Recompute each decoder layer's activations in the backward pass instead of keeping them
-    (less memory, one more forward per layer)."""
+    gradient_checkpointing: bool = True
+    """Recompute each decoder layer's activations in the backward pass instead of keeping them:
+    on by default (as in TRL's SFTTrainer), since the kept activations are most of a step's
+    memory (SmolLM2-135M, batch 8 packed into rows of 256: peak RSS 5.07 -> 3.28 GiB); false
+    saves the extra forward per layer."""
     # --- LoRA (peft) -------------------------------------------------------------------------
     lora_rank: int = 0
     """LoRA adapter rank; 0 = full fine-tuning. With LoRA checkpoints hold only the adapters

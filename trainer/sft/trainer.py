@@ -33,7 +33,7 @@ from .batches import make_batch, nll_sum
 from .config import SFTConfig, load_sft_config
 from .data import Example, load_examples, split_held_out, truncate
 
-__all__ = ["SFTTrainer", "sft", "resume_sft", "ExampleStream", "lr_factor"]
+__all__ = ["SFTTrainer", "sft", "resume_sft", "ExampleStream", "lr_factor", "summary_line"]
 
 
 class ExampleStream:
@@ -152,7 +152,8 @@ class SFTTrainer:
         cfg = self.cfg
         self._write_run_config()
         log = MetricsLogger(self.run_dir, self.step, self.steps, cfg.tensorboard, cfg.progress,
-                            desc="rlvr sft", report_to=cfg.report_to, config=cfg.to_dict())
+                            desc="rlvr sft", report_to=cfg.report_to, config=cfg.to_dict(),
+                            bar_keys=("loss",))
         try:
             if self.step == 0 and cfg.eval_every and self.eval_set:
                 log.log(0, self.evaluate(), "eval.jsonl")      # the model before training
@@ -254,6 +255,21 @@ def sft(config: SFTConfig | str | Path | None = None, overwrite: bool = False,
     if overwrite:
         fresh_run_folder(out, overwrite=True)
     return trainer.train()
+
+
+def summary_line(run_dir: str | Path, seconds: float) -> str:
+    """What a finished run did, in one line: steps, the last step's loss, the time taken and
+    where the trained model is (`seconds`: the caller's wall clock, loading included)."""
+    run_dir = Path(run_dir)
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+            if line.strip()]
+    loss = f"{rows[-1]['loss']:.4f}" if rows and rows[-1].get("loss") is not None else "n/a"
+    try:
+        model = latest_checkpoint(run_dir) / "policy"
+    except FileNotFoundError:
+        model = "no checkpoint written"
+    return (f"sft: {rows[-1]['step'] if rows else 0} steps, final loss {loss}, "
+            f"{seconds:.0f} s; model: {model}")
 
 
 def resume_sft(run_dir: str | Path, **overrides) -> Path:
