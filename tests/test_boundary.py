@@ -47,3 +47,45 @@ def test_the_crossing_band_comes_from_paired_resamples():
     # every resample with a crossing crosses at a k that was evaluated
     assert cross.low in (4.0, 8.0) and cross.high == 8.0
     assert 0 <= cross.never < 1
+
+
+def _results(path, label, counts, n=8, prints=None):
+    import json
+    ids = [f"t{i}" for i in range(len(counts))]
+    path.write_text(json.dumps({
+        "label": label, "samples": n, "correct_counts": counts, "task_ids": ids,
+        "task_fingerprints": prints or [f"p{i}" for i in range(len(counts))],
+        "pass_at": {"pass@1": sum(counts) / n / len(counts)}, "greedy_pass1": None,
+        "sampled_tasks": len(counts), "config": {"env": "arithmetic", "env_kwargs": {}}}))
+    return path
+
+
+def test_the_boundary_report_writes_tables_plots_and_json(tmp_path):
+    import json
+    from rlvr.cli import main
+    # "grpo" is sure of tasks 0-1 and never right on 2-3; "base" is right 1 in 8 on all four
+    grpo = _results(tmp_path / "grpo.json", "grpo", [8, 8, 0, 0])
+    base = _results(tmp_path / "base.json", "base", [1, 1, 1, 1])
+    out = tmp_path / "report"
+    assert main(["boundary", str(grpo), str(base), "-o", str(out), "--resamples", "50"]) == 0
+    data = json.loads((out / "boundary.json").read_text())
+    models = {m["label"]: m for m in data["models"]}
+    assert models["grpo"]["cover_at"]["0.5"] == 0.5 and models["base"]["cover_at"]["0.5"] == 0.0
+    assert models["base"]["cover_at"]["0.1"] == 1.0
+    assert models["grpo"]["pass_at"]["pass@1"]["value"] == 0.5
+    pair = data["pairs"][0]
+    assert pair["support"] == {"both": 2, "only_first": 0, "only_second": 2, "neither": 0,
+                               "verdict": "expanded"}
+    assert pair["leader_at_1"] == "grpo" and pair["crossing"]["k"] == 8   # tied at k = 4, behind from 8
+    for name in ("passk.png", "cover.png", "boundary.md"):
+        assert (out / name).stat().st_size > 0
+    assert "base overtakes grpo at 8" in (out / "boundary.md").read_text()
+
+
+def test_the_boundary_report_refuses_different_problems(tmp_path, capsys):
+    from rlvr.cli import main
+    a = _results(tmp_path / "a.json", "a", [1, 2])
+    b = _results(tmp_path / "b.json", "b", [1, 2], prints=["p0", "other"])
+    assert main(["boundary", str(a), str(b), "-o", str(tmp_path / "r")]) == 2
+    assert "different problems" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

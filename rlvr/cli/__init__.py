@@ -35,6 +35,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.distill_data",
     "rlvr.cli.serve",
     "rlvr.cli.sft",
+    "rlvr.cli.boundary",
 ]
 
 # Subcommands that build an environment by name take --import MODULE (`envs list|show` add it
