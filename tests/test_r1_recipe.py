@@ -18,7 +18,7 @@ TINY = {"cold_start_tasks": 4, "cold_start_sft_steps": 2, "grpo_steps": 1, "reje
 
 
 def test_every_stage_runs_on_verified_rows_and_a_rerun_skips_them(tiny_model, tmp_path):
-    cfg = R1Config(model=tiny_model, env="test-any-text", env_kwargs={},
+    cfg = R1Config(model=tiny_model, env="test-any-text", env_args={},
                    output_dir=str(tmp_path / "r1"), **TINY)
     done = run_r1(cfg)
     assert list(done) == list(STAGES)
@@ -39,7 +39,7 @@ def test_every_stage_runs_on_verified_rows_and_a_rerun_skips_them(tiny_model, tm
 def test_an_empty_rejection_set_is_refused_with_the_fix(tiny_model, tmp_path, capsys):
     # arithmetic's answers are never right from a tiny random model: nothing survives rejection
     args = [f"model={tiny_model}", f"output_dir={tmp_path / 'r1'}", "tokenizer=",
-            "env_kwargs={\"n_terms\": 2, \"max_value\": 9}",
+            "env_args={\"n_terms\": 2, \"max_value\": 9}",
             'sft={"batch_size": 2, "max_length": 512}',
             *(f"{k}={json.dumps(v) if isinstance(v, dict) else v}" for k, v in TINY.items()
               if k not in ("tokenizer", "sft"))]
@@ -52,8 +52,8 @@ def test_an_empty_rejection_set_is_refused_with_the_fix(tiny_model, tmp_path, ca
 def test_config_file_and_overrides_and_bad_input(tmp_path):
     config = Path(__file__).resolve().parents[1] / "configs" / "recipes" / "r1_arithmetic.toml"
     cfg = load_r1_config(str(config), ["grpo_steps=3", 'grpo={"lr": 2e-6}'])
-    assert cfg.grpo_steps == 3 and cfg.grpo == {"lr": 2e-6} and cfg.env_kwargs["max_value"] == 999
-    with pytest.raises(ValueError, match="R1Config's fields"):
+    assert cfg.grpo_steps == 3 and cfg.grpo == {"lr": 2e-6} and cfg.env_args["max_value"] == 999
+    with pytest.raises(ValueError, match=r"unknown key .grpo_stepz. \(did you mean .grpo_steps.\?\)"):
         load_r1_config(None, ["grpo_stepz=3"])
     with pytest.raises(ValueError, match="final_sft_from"):
         R1Config(final_sft_from="teacher")
