@@ -31,6 +31,8 @@ import warnings
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
+from rlvr.usage import UsageError
+
 from ..run import RunInterrupted, load_fields, resume_config, start_run
 from ..run.stages import Stage, StagedRun
 
@@ -321,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_r1_config(args.config, args.overrides + extras)
         done = run_r1(cfg, overwrite=args.overwrite)
-    except (ValueError, FileNotFoundError, ModuleNotFoundError) as exc:
-        print(f"r1: error: {exc}", file=sys.stderr)
+    except (ValueError, FileNotFoundError, ModuleNotFoundError, UsageError) as exc:
+        print(f"r1: error: {exc}", file=sys.stderr)     # an env's arguments: at stage 1's start
         return 2
     except KeyboardInterrupt as exc:
         again = " ".join([RECIPE, *map(shlex.quote, [a for a in argv if a != "--overwrite"])])
