@@ -12,9 +12,10 @@ import sys
 
 import argparse
 import dataclasses
+import typing
 from pathlib import Path
 
-from .options import add_config_options
+from .options import add_config_options, option_type
 
 __all__ = ["add_parser", "add_run_arguments", "run_overrides", "report_run", "console_trainer",
            "eval_line"]
@@ -47,11 +48,11 @@ def add_run_arguments(p, config_cls) -> None:
     add_config_options(p.add_argument_group("config fields"), config_cls, every_field=True,
                        only_given=True)
     from rlvr.trainer.run import ALIASES
-    names = {f.name for f in dataclasses.fields(config_cls)}
+    hints = typing.get_type_hints(config_cls)
     for old, new in ALIASES.items():       # old names: read, renamed with a warning
-        if new in names and old not in names:
+        if new in hints and old not in hints:
             p.add_argument("--" + old.replace("_", "-"), dest=old, default=argparse.SUPPRESS,
-                           help=argparse.SUPPRESS)
+                           type=option_type(old, hints[new]), help=argparse.SUPPRESS)
 
 
 def run_overrides(args, config_cls, command: str, extra=()) -> dict:

@@ -381,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, ModuleNotFoundError) as exc:
         print(f"r1zero: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:       # the trainer's stop says what it kept (trainer/run/)
+        print(f"{str(exc) or 'r1zero: interrupted'} (or rerun this command)", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
     return 0
 
 
