@@ -62,7 +62,7 @@ def _latest_policy(run_dir: Path) -> str:
 def _evaluate(model_path: str, args) -> dict:
     from rlvr.trainer.evaluation.evaluate import EvalConfig, run_eval
     from rlvr.trainer.recipes.r1zero import R1ZERO_SETTINGS
-    cfg = EvalConfig(env=R1ZERO_SETTINGS["env"], env_kwargs=R1ZERO_SETTINGS["env_kwargs"],
+    cfg = EvalConfig(env=R1ZERO_SETTINGS["env"], env_kwargs=R1ZERO_SETTINGS["env_args"],
                      model=model_path, tasks=args.eval_tasks, ks=(1, args.k),
                      sample_tasks=args.sample_tasks, temperature=args.temperature,
                      greedy=True,

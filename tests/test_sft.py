@@ -331,7 +331,7 @@ def test_a_toml_config_with_overrides(tmp_path):
     cfg = load_sft_config(toml, ["lr=0.25", "epochs=2"])
     assert (cfg.data, cfg.lr, cfg.packing, cfg.epochs, cfg.lora_target_modules) == \
         ("d.jsonl", 0.25, True, 2.0, ("q_proj",))
-    with pytest.raises(ValueError, match="unknown config keys"):
+    with pytest.raises(ValueError, match="unknown key .learning_rate."):
         load_sft_config(None, {"learning_rate": 1.0})
 
 

@@ -242,7 +242,7 @@ def test_presets_set_every_knob_together():
 def test_config_errors_are_clear(tmp_path):
     with pytest.raises(ValueError, match="unknown preset"):
         load_config(None, ["preset=grpoo"])
-    with pytest.raises(ValueError, match="unknown config key 'lrr'"):
+    with pytest.raises(ValueError, match=r"unknown key 'lrr' \(did you mean 'lr'\?\)"):
         load_config(None, ["lrr=1"])
     with pytest.raises(ValueError, match="inner_steps=1"):
         TrainConfig.from_preset("rloo", inner_steps=2)

@@ -9,7 +9,6 @@ with `strict = true`).
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 import typing
 import warnings
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from rlvr.usage import coerce
 from rlvr.usage import field_docs as usage_field_docs
 
 from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVANTAGES
+from .run.loader import ALIASES, read_toml, rename_aliases, unknown_key
 
 __all__ = ["TrainConfig", "PRESETS", "load_config", "field_docs"]
 
@@ -40,8 +40,8 @@ class TrainConfig:
     """Tokenizer folder or hub id; empty means the model's own."""
     env: str = "arithmetic"
     """Environment name (`rlvr envs list`)."""
-    env_kwargs: dict = field(default_factory=dict)
-    """Keyword arguments for the environment factory, e.g. {n_terms = 2}."""
+    env_args: dict = field(default_factory=dict)
+    """Keyword arguments for the environment factory, e.g. {n_terms = 2} (once env_kwargs)."""
     output_dir: str = "runs/rlvr"
     """Run folder: config.json, metrics.jsonl, samples.jsonl, tensorboard/, checkpoints/."""
     seed: int = 0
@@ -387,6 +387,12 @@ class TrainConfig:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
 
     @property
+    def env_kwargs(self) -> dict:
+        """The old name of env_args."""
+        warnings.warn("TrainConfig.env_kwargs is now env_args", DeprecationWarning, stacklevel=2)
+        return self.env_args
+
+    @property
     def adaptive_kl(self) -> bool:
         return self.kl_target > 0
 
@@ -422,9 +428,11 @@ def _preset_init(self, **fields):
     name = fields.get("preset", "grpo")
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
-    unknown = set(fields) - {f.name for f in dataclasses.fields(TrainConfig)}
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    fields = rename_aliases(fields, known)
+    unknown = sorted(set(fields) - known)
     if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; see `rlvr train --help-config`")
+        raise ValueError(unknown_key(unknown[0], known, "`rlvr train --help-config`"))
     _fields_init(self, **_resolve_overlong({**PRESETS[name], **fields}))
 
 
@@ -550,8 +558,10 @@ def parse_overrides(pairs: list[str]) -> dict:
             raise ValueError(f"expected KEY=VALUE, got {pair!r}")
         if key in ("preset", "algorithm"):     # 'algorithm': the old name, mapped in load_config
             out[key] = value
+        elif ALIASES.get(key) in types:     # an old name, renamed (with a warning) by load_config
+            out[key] = value
         elif key not in types:
-            raise ValueError(f"unknown config key {key!r}; known: {', '.join(types)}")
+            raise ValueError(unknown_key(key, types, "`rlvr train --help-config`"))
         else:
             out[key] = _coerce(key, value, types[key])
     return out
@@ -559,21 +569,17 @@ def parse_overrides(pairs: list[str]) -> dict:
 
 def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> TrainConfig:
     """TOML file (`preset = "grpo"` plus any fields) + overrides -> a validated TrainConfig."""
-    data: dict = {}
-    if path is not None:
-        data = tomllib.loads(Path(path).read_text())
-    if isinstance(overrides, dict):
-        data.update(overrides)
-    else:
-        data.update(parse_overrides(overrides or []))
+    types = _field_types()      # each layer's old names renamed, so a later layer's win
+    data = rename_aliases(read_toml(path), types) if path is not None else {}
+    data.update(rename_aliases(overrides if isinstance(overrides, dict)
+                               else parse_overrides(overrides or []), types))
     if "algorithm" in data:
         warnings.warn("the config key 'algorithm' is now 'preset'", DeprecationWarning, stacklevel=2)
         data.setdefault("preset", data.pop("algorithm"))
     preset = data.pop("preset", "grpo")
-    types = _field_types()
-    unknown = set(data) - set(types)
+    unknown = sorted(set(data) - set(types))
     if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {', '.join(types)}")
+        raise ValueError(unknown_key(unknown[0], types, "`rlvr train --help-config`"))
     data = {k: _coerce(k, v, types[k]) for k, v in data.items()}
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")

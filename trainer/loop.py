@@ -25,7 +25,6 @@ business (trainer/reference.py, the definition; trainer/fast.py, the default).
 """
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from pathlib import Path
@@ -37,8 +36,7 @@ from rlvr.pooled_reward import derive_deadline
 
 from . import algorithms as alg
 from .allocator import heap_reuse, release_freed_memory
-from .checkpoint import (fresh_run_folder, latest_checkpoint, read_state, restore_trainer_state,
-                         seed_everything, write_checkpoint)
+from .checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
 from .config import TrainConfig, load_config
 from .distill import load_teacher
 from .distributed import group_seeds, init_distributed, shard
@@ -52,6 +50,7 @@ from .models import (AdaptersOff, ValueModel, add_lora, autocast, enable_checkpo
                      frozen_copy, load_lora, load_policy, load_tokenizer)
 from .reference import ReferenceForward
 from .rollout import PromptStream, Rollout, score
+from .run import resume_config, run_steps, start_run, write_run_config
 from .update import Batch, PolicyUpdate
 
 __all__ = ["Trainer", "train", "resume"]
@@ -70,10 +69,10 @@ class Trainer:
                                    else "cpu" if device == "auto" else device)
         if cfg.tune_allocator and self.device.type == "cpu":
             release_freed_memory()      # freed activations leave the process (allocator.py)
-        self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
+        self.env = rlvr.load_env(cfg.env, **cfg.env_args)
         if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
-                self.env, env_args=cfg.env_kwargs,
+                self.env, env_args=cfg.env_args,
                 deadline_s=derive_deadline(self.env.reward, cfg.reward_deadline_s),
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
@@ -175,11 +174,10 @@ class Trainer:
 
     @classmethod
     def resume(cls, run_dir: str | Path, **overrides) -> "Trainer":
-        """Continue a run from its latest checkpoint (overrides: e.g. steps=200)."""
-        run_dir = Path(run_dir)
-        ckpt = latest_checkpoint(run_dir)
-        saved = json.loads((run_dir / "config.json").read_text())["config"]
-        cfg = load_config(None, {**saved, **overrides, "output_dir": str(run_dir)})
+        """Continue a run from its latest checkpoint (overrides: e.g. steps=200; only the
+        fields in trainer/run/resume.py's RESUMABLE may change)."""
+        cfg, ckpt = resume_config(run_dir, overrides, lambda d: load_config(None, d),
+                                  "rlvr train")
         return cls(cfg, ckpt)
 
     # --- the loop ---------------------------------------------------------------------------
@@ -190,20 +188,18 @@ class Trainer:
         log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress,
                             report_to=cfg.report_to, config=cfg.to_dict()) \
             if main else None
-        try:
-            while self.step < cfg.steps:
-                metrics, samples = self.train_step()
-                self.step += 1
+        def one_step():
+            metrics, samples = self.train_step()
+            self.step += 1
+            if main:
+                log.log(self.step, metrics)
+                log.samples(self.step, samples)
+            if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps):
+                result = self.evaluate()
                 if main:
-                    log.log(self.step, metrics)
-                    log.samples(self.step, samples)
-                last = self.step == cfg.steps
-                if cfg.eval_every and (self.step % cfg.eval_every == 0 or last):
-                    result = self.evaluate()
-                    if main:
-                        log.log(self.step, result, "eval.jsonl")
-                if last or (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
-                    self.save_checkpoint()
+                    log.log(self.step, result, "eval.jsonl")
+        try:       # checkpoints, and a stop at Ctrl-C that keeps the step: trainer/run/
+            run_steps(self, cfg.steps, one_step, cfg.checkpoint_every, "rlvr train", self.dist)
         finally:
             if log is not None:
                 log.close()
@@ -348,13 +344,7 @@ class Trainer:
                               sharding=self.sharding)
 
     def _write_run_config(self) -> None:
-        import rlvr
-        import transformers
-        info = {"config": self.cfg.to_dict(),
-                "versions": {"rlvr": rlvr.__version__, "torch": torch.__version__,
-                             "transformers": transformers.__version__},
-                "env": self.env.describe()}
-        (self.run_dir / "config.json").write_text(json.dumps(info, indent=1, default=str))
+        write_run_config(self.run_dir, self.cfg, env=self.env.describe())
 
     def _sample_rows(self, batch: Batch) -> list[dict]:
         r, rows = batch.rollout, []
@@ -393,7 +383,7 @@ def train(config: TrainConfig | str | Path | None = None, overwrite: bool = Fals
           **overrides) -> Path:
     """Python API mirroring `rlvr train`: a TrainConfig, or a TOML path, plus field overrides.
     A folder that already holds a run is refused (`resume` continues it), or with `overwrite`
-    emptied of that run first.
+    emptied of that run once the trainer is built.
 
     >>> train("configs/grpo_arithmetic.toml", steps=10)        # doctest: +SKIP
     """
@@ -401,8 +391,7 @@ def train(config: TrainConfig | str | Path | None = None, overwrite: bool = Fals
         cfg = load_config(None, {**config.to_dict(), **overrides}) if overrides else config
     else:
         cfg = load_config(config, overrides)
-    fresh_run_folder(Path(cfg.output_dir), overwrite)
-    return Trainer(cfg).train()
+    return start_run(cfg, Trainer, overwrite, "rlvr train")
 
 
 def resume(run_dir: str | Path, **overrides) -> Path:

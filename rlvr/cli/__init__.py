@@ -84,9 +84,33 @@ def import_user_module(spec: str) -> None:
                          "sys.path; give a module name or a path to a .py file") from None
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The parsed command line. KEY=VALUE pairs may come after flags (argparse takes a
+    positional list once: `train steps=1 --overwrite lr=1e-5` leaves `lr=1e-5` over) and join
+    the pairs; anything else unrecognised is the subcommand's usage error, not the top level's."""
+    args, extras = parser.parse_known_args(argv)
+    if extras and isinstance(getattr(args, "overrides", None), list):
+        pairs = [a for a in extras if "=" in a and not a.startswith("-")]
+        args.overrides += pairs
+        extras = [a for a in extras if a not in pairs]
+    if extras:
+        _subcommand_parser(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The innermost (sub)parser the command line chose (`rlvr envs show` -> envs show's)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subs[0].dest, None) if subs and subs[0].dest else None
+        if chosen not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[chosen]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
@@ -97,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"rlvr {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:       # a run's own stop says what it kept (trainer/run/)
+        print(str(exc) or "interrupted", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
 

@@ -47,6 +47,12 @@ def _converter(name: str, hint):
     return convert
 
 
+def option_type(name: str, hint):
+    """argparse `type=` converting a value for a field `name` of type `hint` (an old name of a
+    field takes the field's converter under its own name)."""
+    return _converter(name, hint)
+
+
 def _container(hint):
     """dict / list / tuple for such a hint (`tuple`, `dict[str, int]`...), else None."""
     origin = typing.get_origin(hint) or hint

@@ -7,10 +7,9 @@ a field given as `--field value` or `field=value` overrides the TOML file.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
-from .train import add_run_arguments, report_run
+from .train import add_run_arguments, report_run, run_overrides
 
 __all__ = ["add_parser"]
 
@@ -29,7 +28,7 @@ def add_parser(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from rlvr.trainer.sft.config import SFTConfig, parse_sft_overrides, sft_field_docs
+    from rlvr.trainer.sft.config import SFTConfig, sft_field_docs
     from rlvr.usage import UsageError
     if args.help_config:
         for name, typ, default, doc in sft_field_docs():
@@ -38,16 +37,12 @@ def _run(args) -> int:
     from rlvr.trainer.sft.trainer import SFTTrainer, sft, summary_line
     t0 = time.perf_counter()
     try:
-        fields = {f.name for f in dataclasses.fields(SFTConfig)}
-        overrides = {**{k: v for k, v in vars(args).items() if k in fields},
-                     **parse_sft_overrides(args.overrides)}
+        overrides = run_overrides(args, SFTConfig, "rlvr sft")
         if args.resume:
             if args.config:
                 raise UsageError("--resume takes the run's saved config; pass overrides instead")
             run_dir = SFTTrainer.resume(args.resume, **overrides).train()
         else:
-            if args.config is not None and not args.config.exists():
-                raise UsageError(f"config file not found: {args.config}")
             run_dir = sft(args.config, overwrite=args.overwrite, **overrides)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc

@@ -2,8 +2,9 @@
 `rlvr train --resume RUN_DIR [...]`.
 
 Every option is a TrainConfig field (rlvr.cli.options: the field's type, default and docstring);
-a field given as `--field value` or `field=value` overrides the TOML file, which overrides the
-preset's knobs.
+a field given as `--field value` or `field=value` (in any order) overrides the TOML file, which
+overrides the preset's knobs. The loader, the resume policy and the stop at Ctrl-C are the run
+harness's (trainer/run/), shared with `rlvr sft` and the recipes.
 """
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import sys
 
 import argparse
 import dataclasses
+import typing
 from pathlib import Path
 
-from .options import add_config_options
+from .options import add_config_options, option_type
 
-__all__ = ["add_parser", "add_run_arguments", "report_run", "console_trainer", "eval_line"]
+__all__ = ["add_parser", "add_run_arguments", "run_overrides", "report_run", "console_trainer",
+           "eval_line"]
 
 
 def add_parser(subparsers) -> None:
@@ -44,6 +47,23 @@ def add_run_arguments(p, config_cls) -> None:
                    help="config field overrides (the same as --field value)")
     add_config_options(p.add_argument_group("config fields"), config_cls, every_field=True,
                        only_given=True)
+    from rlvr.trainer.run import ALIASES
+    hints = typing.get_type_hints(config_cls)
+    for old, new in ALIASES.items():       # old names: read, renamed with a warning
+        if new in hints and old not in hints:
+            p.add_argument("--" + old.replace("_", "-"), dest=old, default=argparse.SUPPRESS,
+                           type=option_type(old, hints[new]), help=argparse.SUPPRESS)
+
+
+def run_overrides(args, config_cls, command: str, extra=()) -> dict:
+    """The typed config fields given on the command line: the flags, then the KEY=VALUE pairs
+    (the run harness's loader: an unknown key names its nearest field, an old name warns)."""
+    from rlvr.trainer.run import ALIASES, load_fields, parse_pairs
+    names = {f.name for f in dataclasses.fields(config_cls)} | set(ALIASES) | set(extra)
+    given = {k: v for k, v in vars(args).items() if k in names}
+    given.update(parse_pairs(args.overrides))
+    return load_fields(config_cls, None, given, extra=extra,
+                       help_hint=f"`{command} --help-config`")
 
 
 def report_run(run_dir) -> None:
@@ -85,30 +105,25 @@ def console_trainer():
 
 def _run(args) -> int:
     from rlvr.usage import UsageError
-    from rlvr.trainer.config import field_docs, load_config, parse_overrides
+    from rlvr.trainer.config import field_docs, load_config
     from rlvr.trainer.distributed import is_main_process, shutdown_distributed
     if args.help_config:
         for name, typ, default, doc in field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
         return 0
-    from rlvr.trainer.checkpoint import fresh_run_folder
     from rlvr.trainer.config import TrainConfig
+    from rlvr.trainer.run import start_run
     from rlvr.trainer.server_engine import ServerError
     try:
-        fields = {f.name for f in dataclasses.fields(TrainConfig)}
-        overrides = {**{k: v for k, v in vars(args).items() if k in fields},
-                     **parse_overrides(args.overrides)}
+        overrides = run_overrides(args, TrainConfig, "rlvr train", extra=("preset", "algorithm"))
         if args.resume:
             if args.config:
                 raise UsageError("--resume takes the run's saved config; pass overrides instead")
             overrides.pop("preset", None)
             run_dir = console_trainer().resume(args.resume, **overrides).train()
         else:
-            if args.config is not None and not args.config.exists():
-                raise UsageError(f"config file not found: {args.config}")
             cfg = load_config(args.config, overrides)
-            fresh_run_folder(Path(cfg.output_dir), args.overwrite)
-            run_dir = console_trainer()(cfg).train()
+            run_dir = start_run(cfg, console_trainer(), args.overwrite, "rlvr train")
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from exc
     except ServerError as exc:        # the rollout server failed past its retries: resumable

@@ -425,7 +425,9 @@ def _run_env(folder: str) -> tuple[str, dict] | None:
         saved = json.loads(path.read_text()).get("config", {})
     except (json.JSONDecodeError, AttributeError):
         return None
-    return (saved["env"], dict(saved.get("env_kwargs") or {})) if saved.get("env") else None
+    # `env_args` since the run harness; runs written before it say `env_kwargs`
+    args = saved.get("env_args", saved.get("env_kwargs")) or {}
+    return (saved["env"], dict(args)) if saved.get("env") else None
 
 
 def resolve_env(cfg: EvalConfig) -> str:

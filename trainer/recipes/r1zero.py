@@ -41,7 +41,7 @@ R1ZERO_SETTINGS: dict = {
     # Format at half the accuracy's weight (docs/r1zero.md, "the two rewards and their
     # weights"): at equal weights a well-formed wrong answer earned as much as a right one and
     # held-out accuracy fell (0.51 -> 0.49); at 0.5 it rose (0.51 -> 0.59), format adopted alike.
-    "env_kwargs": {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5,
+    "env_args": {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5,
                    "prompt_style": "chat", "format_weight": 0.5},
     "steps": 8,
     "prompts_per_step": 4,
@@ -345,7 +345,7 @@ def run(output_dir: str | None = None, tiny: bool = False, overrides: list[str] 
     checkpoint = resume_point(out, cfg, overwrite)
     n_eval = eval_tasks or (TINY_EVAL_TASKS if tiny else EVAL_TASKS)
     rewards = _reward_weights(cfg)
-    print(f"R1-Zero: {cfg.preset} on {cfg.env} {cfg.env_kwargs}, model {model}\n"
+    print(f"R1-Zero: {cfg.preset} on {cfg.env} {cfg.env_args}, model {model}\n"
           f"  rewards {rewards}; {cfg.steps} steps x {cfg.prompts_per_step} prompts x "
           f"{cfg.group_size} completions, <= {cfg.max_completion_length} tokens, lr {cfg.lr}, "
           f"torch threads {_threads()}; held-out eval on {n_eval} problems, greedy", flush=True)
@@ -366,7 +366,7 @@ def run(output_dir: str | None = None, tiny: bool = False, overrides: list[str] 
 
 def _reward_weights(cfg) -> str:
     import rlvr
-    env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
+    env = rlvr.load_env(cfg.env, **cfg.env_args)
     return ", ".join(f"{r.name} x{w:g}" for r, w in env.rewards)
 
 
@@ -405,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, ModuleNotFoundError) as exc:
         print(f"r1zero: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:       # the trainer's stop says what it kept (trainer/run/)
+        print(f"{str(exc) or 'r1zero: interrupted'} (or rerun this command)", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
     return 0
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.usage import coerce
+
+from ..run.loader import load_fields, unknown_key
 from rlvr.usage import field_docs as usage_field_docs
 
 __all__ = ["SFTConfig", "load_sft_config", "parse_sft_overrides", "sft_field_docs",
@@ -156,21 +157,17 @@ def parse_sft_overrides(pairs: list[str]) -> dict:
         if not sep:
             raise ValueError(f"expected KEY=VALUE, got {pair!r}")
         if key not in types:
-            raise ValueError(f"unknown config key {key!r}; see `rlvr sft --help-config`")
+            raise ValueError(unknown_key(key, types, "`rlvr sft --help-config`"))
         out[key] = coerce(key, value, types[key])
     return out
 
 
 def load_sft_config(path: str | Path | None = None,
                     overrides: list[str] | dict | None = None) -> SFTConfig:
-    """TOML file (any fields) + overrides (KEY=VALUE strings or a dict) -> a checked SFTConfig."""
-    data: dict = tomllib.loads(Path(path).read_text()) if path is not None else {}
-    data.update(overrides if isinstance(overrides, dict) else parse_sft_overrides(overrides))
-    types = _field_types()
-    unknown = set(data) - set(types)
-    if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; see `rlvr sft --help-config`")
-    return SFTConfig(**{k: coerce(k, v, types[k]) for k, v in data.items()})
+    """TOML file (any fields) + overrides (KEY=VALUE strings or a dict) -> a checked SFTConfig
+    (the run harness's loader: trainer/run/loader.py)."""
+    return SFTConfig(**load_fields(SFTConfig, path, overrides,
+                                   help_hint="`rlvr sft --help-config`"))
 
 
 def sft_field_docs() -> list[tuple[str, str, object, str]]:

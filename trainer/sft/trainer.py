@@ -15,7 +15,6 @@ optimizer, schedule, RNG, data cursor).
 """
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -23,12 +22,12 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import (fresh_run_folder, latest_checkpoint, read_state, restore_trainer_state,
-                          seed_everything, write_checkpoint)
+from ..checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
 from ..metrics import MetricsLogger, peak_memory_gib
 from ..models import (add_lora, autocast, enable_checkpointing, load_lora, load_policy,
                       load_tokenizer, lora_dropout_active)
 from ..packing import packs
+from ..run import resume_config, run_steps, start_run, write_run_config
 from .batches import make_batch, nll_sum
 from .config import SFTConfig, load_sft_config
 from .data import Example, load_examples, split_held_out, truncate
@@ -65,17 +64,6 @@ def lr_factor(step: int, warmup: int, total: int, schedule: str) -> float:
         return 1.0
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return 1.0 - progress if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-RESUMABLE = {"steps", "epochs", "checkpoint_every", "eval_every", "tensorboard", "report_to",
-             "progress", "device", "output_dir"}
-"""Fields a resume may change; any other change would make it a different run."""
-
-
-def _differs(value, saved) -> bool:
-    if isinstance(value, (list, tuple)) and isinstance(saved, (list, tuple)):
-        return list(value) != list(saved)
-    return value != saved
 
 
 class SFTTrainer:
@@ -134,17 +122,10 @@ class SFTTrainer:
 
     @classmethod
     def resume(cls, run_dir: str | Path, **overrides) -> "SFTTrainer":
-        """Continue a run from its latest checkpoint (overrides: e.g. steps=200)."""
-        run_dir = Path(run_dir)
-        ckpt = latest_checkpoint(run_dir)
-        saved = json.loads((run_dir / "config.json").read_text())["config"]
-        cfg = load_sft_config(None, {**saved, **overrides, "output_dir": str(run_dir)})
-        changed = sorted(k for k, v in cfg.to_dict().items()
-                         if k not in RESUMABLE and _differs(v, saved.get(k)))
-        if changed:
-            raise ValueError(f"a resumed run continues the same training; {', '.join(changed)} "
-                             f"cannot change (only {', '.join(sorted(RESUMABLE))} can): start a "
-                             f"new run from this one with model={run_dir}")
+        """Continue a run from its latest checkpoint (overrides: e.g. steps=200; only the
+        fields in trainer/run/resume.py's RESUMABLE may change)."""
+        cfg, ckpt = resume_config(run_dir, overrides, lambda d: load_sft_config(None, d),
+                                  "rlvr sft")
         return cls(cfg, ckpt)
 
     # --- the loop ---------------------------------------------------------------------------
@@ -154,18 +135,16 @@ class SFTTrainer:
         log = MetricsLogger(self.run_dir, self.step, self.steps, cfg.tensorboard, cfg.progress,
                             desc="rlvr sft", report_to=cfg.report_to, config=cfg.to_dict(),
                             bar_keys=("loss",))
+        def one_step():
+            log.log(self.step + 1, self.train_step())
+            self.step += 1
+            last = self.step == self.steps
+            if self.eval_set and (last or (cfg.eval_every and self.step % cfg.eval_every == 0)):
+                log.log(self.step, self.evaluate(), "eval.jsonl")
         try:
             if self.step == 0 and cfg.eval_every and self.eval_set:
                 log.log(0, self.evaluate(), "eval.jsonl")      # the model before training
-            while self.step < self.steps:
-                metrics = self.train_step()
-                self.step += 1
-                log.log(self.step, metrics)
-                last = self.step == self.steps
-                if self.eval_set and (last or (cfg.eval_every and self.step % cfg.eval_every == 0)):
-                    log.log(self.step, self.evaluate(), "eval.jsonl")
-                if last or (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
-                    self.save_checkpoint()
+            run_steps(self, self.steps, one_step, cfg.checkpoint_every, "rlvr sft")
         finally:
             log.close()
         return self.run_dir
@@ -226,14 +205,9 @@ class SFTTrainer:
                                 scheduler=self.scheduler, state=state)
 
     def _write_run_config(self) -> None:
-        import rlvr
-        import transformers
-        info = {"kind": "sft", "config": self.cfg.to_dict(),
-                "versions": {"rlvr": rlvr.__version__, "torch": torch.__version__,
-                             "transformers": transformers.__version__},
-                "data": {"train_examples": len(self.train_set),
-                         "held_out_examples": len(self.eval_set), "steps": self.steps}}
-        (self.run_dir / "config.json").write_text(json.dumps(info, indent=1, default=str))
+        write_run_config(self.run_dir, self.cfg, kind="sft",
+                         data={"train_examples": len(self.train_set),
+                               "held_out_examples": len(self.eval_set), "steps": self.steps})
 
 
 def sft(config: SFTConfig | str | Path | None = None, overwrite: bool = False,
@@ -248,13 +222,7 @@ def sft(config: SFTConfig | str | Path | None = None, overwrite: bool = False,
         cfg = load_sft_config(None, {**config.to_dict(), **overrides}) if overrides else config
     else:
         cfg = load_sft_config(config, overrides)
-    out = Path(cfg.output_dir)
-    if not overwrite:
-        fresh_run_folder(out, command="rlvr sft")       # refused before anything loads
-    trainer = SFTTrainer(cfg)      # bad data or a bad model fail here, with the old run intact
-    if overwrite:
-        fresh_run_folder(out, overwrite=True)
-    return trainer.train()
+    return start_run(cfg, SFTTrainer, overwrite, "rlvr sft")
 
 
 def summary_line(run_dir: str | Path, seconds: float) -> str:
