@@ -23,6 +23,7 @@ from ..parser import boxes, tag_blocks
 from .hedges import (ALT_START, ALT_WORD, CORRECTION, DOUBT, HARD_END, HIDING, LIST_LEAD,
                      joins)
 from .normalize import is_label, key, normalize, too_big
+from .notation import unicode_math
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
@@ -532,7 +533,7 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
     ('220',)
     """
-    text = _EMPTY_TAG.sub(" ", _without_end_tokens(span[-MAX_SCAN_CHARS:]))
+    text = _EMPTY_TAG.sub(" ", _without_end_tokens(unicode_math(span[-MAX_SCAN_CHARS:])))
     return _find(text, mc, text_gold)
 
 

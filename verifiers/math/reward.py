@@ -33,6 +33,7 @@ from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 
 from ..parser import ThinkParser
 from .compare import Decision, decide
+from .domain import positive_names
 from .extract import find_final, gold_boxes
 from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
@@ -106,6 +107,20 @@ def _restated(gold: str) -> Answer:
                   main.alternatives + other.readings())
 
 
+def question_text(task: Task) -> str:
+    """The task's question as written: `metadata['question']` (what the math environments
+    keep), else the prompt's user turns."""
+    q = task.metadata.get("question") if isinstance(task.metadata, dict) else None
+    if isinstance(q, str) and q:
+        return q
+    if isinstance(task.prompt, str):
+        return task.prompt
+    if isinstance(task.prompt, (list, tuple)):
+        return "\n".join(str(m.get("content", "")) for m in task.prompt
+                         if isinstance(m, dict) and m.get("role", "user") == "user")
+    return ""
+
+
 def _gold_text(answer) -> str:
     if isinstance(answer, (list, tuple)):
         return ", ".join(str(a) for a in answer)
@@ -130,9 +145,11 @@ def _mc_letters(part: str) -> list[str]:
 def symbolic_job(_ctx, item) -> Decision:
     """In a pool worker: the full (symbolic) decision for one (gold, pred) pair."""
     from .symbolic import GoldUnreadable, TooLarge, Unreadable, item_equal
-    gold, pred = item
+    from .symbolic import positive_symbols
+    gold, pred, positive = item if len(item) == 3 else (*item, frozenset())
     try:
-        d = decide(gold, pred, item_eq=item_equal)
+        with positive_symbols(positive):
+            d = decide(gold, pred, item_eq=item_equal)
     except GoldUnreadable as exc:
         return Decision(False, str(exc), GOLD_UNPARSEABLE)
     except TooLarge as exc:
@@ -281,7 +298,8 @@ class MathReward(BaseReward):
             ok = letters[0] == gold.letter
             return Verdict(float(ok), OK, found.text, "" if ok else f"{letters[0]} != {gold.letter}")
         pred = _combine([split_answer(p) for p in found.parts])
-        return (gold.answer, pred, found.text)
+        question = question_text(task)
+        return (gold.answer, pred, found.text, positive_names(question + " " + gold.text))
 
     def score_batch(self, tasks: Sequence[Task], completions: Sequence) -> list[Verdict]:
         if len(tasks) != len(completions):
@@ -310,9 +328,9 @@ class MathReward(BaseReward):
                 prep = self._prepare(task, completion)
                 if isinstance(prep, Verdict):
                     return prep
-                gold, pred, text = prep
+                gold, pred = prep[:2]
                 d = decide(gold, pred)
-                return prep if d.equal is None else _to_verdict(d, text)
+                return prep if d.equal is None else _to_verdict(d, prep[2])
         except _TooSlow:
             return Verdict(0.0, OK, reason=f"answer too costly to read: not read within "
                                            f"{self.deadline_s:g}s")
@@ -322,11 +340,11 @@ class MathReward(BaseReward):
     def _symbolic(self, pending, out, starts) -> None:
         """The comparisons the fast path left open; each gets what reading left of
         `deadline_s`, so reading and comparing together stay within it."""
-        jobs = [(gold, pred) for _, gold, pred, _, _ in pending]
+        jobs = [(gold, pred, positive) for _, gold, pred, _, positive, _ in pending]
         inline = self.symbolic == "inline" or (self.symbolic == "auto" and in_pool_worker())
         if inline:
             _warm_symbolic()
-            for (i, _, _, text, spent), job in zip(pending, jobs):
+            for (i, _, _, text, _, spent), job in zip(pending, jobs):
                 try:
                     with _inline_deadline(max(self.deadline_s - spent, 1e-3)):
                         decision = symbolic_job(None, job)
@@ -338,9 +356,9 @@ class MathReward(BaseReward):
                 out[i].latency_s = time.perf_counter() - starts[i]
             return
         pool = self._pool or default_pool()
-        left = max(self.deadline_s - max(p[4] for p in pending), 1e-3)
+        left = max(self.deadline_s - max(p[-1] for p in pending), 1e-3)
         outcomes = pool.map(symbolic_job, jobs, deadline_s=left)
-        for (i, _, _, text, _), o in zip(pending, outcomes):
+        for (i, _, _, text, _, _), o in zip(pending, outcomes):
             if o.status == "ok":
                 out[i] = _to_verdict(o.value, text)
             elif o.status == "timeout":

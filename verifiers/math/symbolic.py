@@ -17,11 +17,13 @@ to a constant factor; tuples never turned into intervals that sympy would empty.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import math
 import random
 import re
+from contextlib import contextmanager
 
 import sympy
 from sympy import (Eq, Expr, FiniteSet, Float, I, Interval, MatrixBase, Rational, Set, Symbol,
@@ -36,7 +38,7 @@ from .latex_lite import parse_lite
 from .normalize import parse_number
 
 __all__ = ["Unreadable", "TooLarge", "GoldUnreadable", "to_sympy", "gold_sympy", "item_equal",
-           "MAX_CHARS", "MAX_DEPTH"]
+           "positive_symbols", "MAX_CHARS", "MAX_DEPTH"]
 
 MAX_CHARS = 1_000
 MAX_DEPTH = 12
@@ -362,8 +364,9 @@ def _expr_equal(a: Expr, b: Expr) -> bool:
     symbols = a.free_symbols | b.free_symbols
     if not symbols:
         return _values_equal(a, b, approx)
-    va = _samples(a, symbols)          # over both sides' symbols: sin^2 x + cos^2 x = 1
-    vb = _samples(b, symbols)
+    analytic = _analytic(a, b)
+    va = _samples(a, symbols, analytic=analytic)   # over both sides' symbols: sin^2 + cos^2 = 1
+    vb = _samples(b, symbols, analytic=analytic)
     pairs = [(x, y) for x, y in zip(va, vb) if x is not None and y is not None]
     if len(pairs) >= 3:
         tol = 1e-6 if approx else 1e-25
@@ -371,21 +374,66 @@ def _expr_equal(a: Expr, b: Expr) -> bool:
     return sympy.simplify(a - b) == 0
 
 
-def _samples(e: Expr, symbols, n: int = 5) -> list:
-    """Values of `e` at n seeded random points (None where undefined): a polynomial identity
-    test, reproducible run to run. Points are positive so that sqrt(x^2) = x style forms the
-    policy accepts for positive quantities agree."""
+# Where identities are tested: every real regime (negative, around zero, moderate, large)
+# and, where both sides are analytic, complex points -- an expression that agrees with the
+# gold only for positive (or only large) values is a different answer. A symbol the task or
+# the gold declares positive (`x > 0`) is sampled on the positive side only.
+_REGIMES = ((11, 23, 11, 17), (-23, -11, 11, 17), (1, 3, 7, 11), (-3, -1, 7, 11),
+            (200, 900, 1, 3), (-900, -200, 1, 3), (10**5, 10**7, 1, 3), (-10**7, -10**5, 1, 3))
+_NOT_ANALYTIC = (sympy.Abs, sympy.sign, sympy.Max, sympy.Min, sympy.floor, sympy.ceiling,
+                 sympy.re, sympy.im, sympy.arg, sympy.conjugate, sympy.Piecewise,
+                 sympy.Heaviside, sympy.frac)
+_POSITIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("positive",
+                                                                      default=frozenset())
+
+
+@contextmanager
+def positive_symbols(names):
+    """Sample the named symbols on the positive side only (a domain the task states)."""
+    token = _POSITIVE.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _POSITIVE.reset(token)
+
+
+def _points(syms, n: int, analytic: bool) -> list[dict]:
+    """n seeded points over the whole real line (regime by regime, each symbol on its own),
+    then two complex points when both sides are analytic; reproducible run to run."""
     rng = random.Random(1234)
+    positive = _POSITIVE.get()
+    out = []
+    for k in range(n):
+        point = {}
+        for j, s in enumerate(syms):            # symbols in different regimes: sign mixes
+            regimes = _REGIMES[0::2] if s.name in positive else _REGIMES
+            lo, hi, dlo, dhi = regimes[(k + j) % len(regimes)]
+            point[s] = Rational(rng.randint(lo, hi), rng.randint(dlo, dhi))
+        out.append(point)
+    if analytic and not positive & {s.name for s in syms}:
+        for _ in range(2):
+            out.append({s: Rational(rng.randint(-23, 23), rng.randint(11, 17))
+                        + I * Rational(rng.randint(1, 23), rng.randint(11, 17)) for s in syms})
+    return out
+
+
+def _samples(e: Expr, symbols, n: int = 8, analytic: bool = False) -> list:
+    """Values of `e` at the sample points (None where undefined): a polynomial identity test
+    that also tells apart forms equal on one side of zero only (`\\sqrt{x^2}` vs `x`)."""
     syms = sorted(symbols, key=lambda s: s.name)
     out = []
-    for _ in range(n):
-        point = {s: Rational(rng.randint(11, 23), rng.randint(11, 17)) for s in syms}
+    for point in _points(syms, n, analytic):
         try:
             v = sympy.N(e.subs(point), _PRECISION)
-            out.append(complex(v) if v.is_number and v.is_finite is not False else None)
+            ok = v.is_number and v.is_finite is not False and v.has(sympy.nan) is False
+            out.append(complex(v) if ok else None)
         except (TypeError, ValueError, ZeroDivisionError, OverflowError):
             out.append(None)
     return out
+
+
+def _analytic(*exprs) -> bool:
+    return not any(e.has(*_NOT_ANALYTIC) for e in exprs)
 
 
 def _close(x: complex, y: complex, tol: float) -> bool:
