@@ -444,6 +444,9 @@ def _item(text: str) -> Item:
     if approx is rel[0] and not is_label(lhs):
         return Item(lhs)                          # exact value, then its approximation
     if is_label(lhs):
+        single = _set_braces(rhs) if rel[0].group(0) == "\\in" and rhs.startswith("\\{") else None
+        if single and len(_top_level_split(single)) == 1:
+            rhs = single                          # x \in \{3\} says x = 3
         return Item(rhs, lhs.replace(" ", ""))
     if not _free_letters(lhs) and rel[-1].group(0) == "=":
         if len(rel) == 1 and is_label(rhs):
@@ -468,8 +471,10 @@ def _labelled_groups(s: str) -> list[str] | None:
     return out
 
 
-def split_answer(raw: str) -> Answer:
-    r"""Normalise `raw` and split it into its values.
+def split_answer(raw: str, set_is_list: bool = False) -> Answer:
+    r"""Normalise `raw` and split it into its values. A set literal of one element is a set
+    (`\{3\}` is not 3, `\{\emptyset\}` is not `\emptyset`) unless `set_is_list` (the task
+    asks for all solutions, so the set lists them); of several elements, it is their list.
 
     >>> [i.text for i in split_answer(r"x = 1 \text{ or } x = -2").items]
     ['1', '-2']
@@ -486,6 +491,9 @@ def split_answer(raw: str) -> Answer:
         return Answer(tuple(Item(g) for g in grouped), False, raw)
     inner = _set_braces(s)
     if inner is not None and inner.strip():
+        if s.startswith("\\{") and len(_top_level_split(inner)) == 1 \
+                and (not set_is_list or "\\emptyset" in inner or "\\{" in inner):
+            return Answer((Item(s),), False, raw)     # a singleton set, not its element
         s = inner
     pieces = _top_level_split(s) or ([s] if s else [])
     items: list[Item] = []

@@ -40,6 +40,10 @@ from .normalize import Answer, is_text, parse_number, split_answer, too_big
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
 VERSION = "3"
+# a task asking for every solution: a set of one element lists that one solution
+_ASKS_ALL = re.compile(r"\b(?:all\s+(?:the\s+)?(?:real\s+|complex\s+|possible\s+|integer\s+)*"
+                       r"(?:solutions?|values?|roots?|zeros?|numbers?)|solution\s+set|set\s+of\s+all|"
+                       r"separated\s+by\s+commas?)\b", re.I)
 _MC_GOLD = re.compile(r"^\(?([A-J])\)?$")
 _MC_LEAD = re.compile(r"^\s*(?i:answer|option|choice)?\s*[:：]?\s*\(?([A-J])\)?(?![\w'])")
 _MC_MORE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*\(?([A-J])\)?(?![\w'])")
@@ -282,6 +286,8 @@ class MathReward(BaseReward):
         found = find_final(parsed.answer, mc=bool(gold.letter), text_gold=gold.is_text)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no final answer found")
+        if not found.parts:
+            return Verdict(0.0, UNPARSED, reason=found.refused or "no final answer found")
         big = next((why for p in found.parts if (why := too_big(p))), "")
         if big:
             return Verdict(0.0, OK, found.text[:200], big)
@@ -297,8 +303,9 @@ class MathReward(BaseReward):
                 return Verdict(0.0, OK, found.text, f"hedged: letters {', '.join(letters)}")
             ok = letters[0] == gold.letter
             return Verdict(float(ok), OK, found.text, "" if ok else f"{letters[0]} != {gold.letter}")
-        pred = _combine([split_answer(p) for p in found.parts])
         question = question_text(task)
+        listing = bool(_ASKS_ALL.search(question))
+        pred = _combine([split_answer(p, set_is_list=listing) for p in found.parts])
         return (gold.answer, pred, found.text, positive_names(question + " " + gold.text))
 
     def score_batch(self, tasks: Sequence[Task], completions: Sequence) -> list[Verdict]:

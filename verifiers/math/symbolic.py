@@ -364,22 +364,28 @@ def _expr_equal(a: Expr, b: Expr) -> bool:
     symbols = a.free_symbols | b.free_symbols
     if not symbols:
         return _values_equal(a, b, approx)
-    analytic = _analytic(a, b)
-    va = _samples(a, symbols, analytic=analytic)   # over both sides' symbols: sin^2 + cos^2 = 1
-    vb = _samples(b, symbols, analytic=analytic)
-    pairs = [(x, y) for x, y in zip(va, vb) if x is not None and y is not None]
-    if len(pairs) >= 3:
-        tol = 1e-6 if approx else 1e-25
-        return all(_close(x, y, tol) for x, y in pairs)
+    tol = 1e-6 if approx else 1e-25
+    pairs = 0
+    for point in _points(sorted(symbols, key=lambda s: s.name), _shape(a, b)):
+        x = _value_at(a, point)                   # over both sides' symbols: sin^2 + cos^2 = 1
+        y = _value_at(b, point) if x is not None else None
+        if x is None or y is None:
+            continue
+        if not _close(x, y, tol):
+            return False                          # one point where they differ is enough
+        pairs += 1
+    if pairs >= 3:
+        return True
     return sympy.simplify(a - b) == 0
 
 
-# Where identities are tested: every real regime (negative, around zero, moderate, large)
-# and, where both sides are analytic, complex points -- an expression that agrees with the
-# gold only for positive (or only large) values is a different answer. A symbol the task or
-# the gold declares positive (`x > 0`) is sampled on the positive side only.
+# Where identities are tested: every real regime (around one, around zero, large; each on both
+# sides of zero) and, where both sides are analytic, complex points -- an expression that agrees
+# with the gold only for positive (or only large) values is a different answer. A symbol the
+# task or the gold declares positive (`x > 0`) is sampled on the positive side only. Large
+# values are left out where a variable sits in an exponent (`x^{x^x}` at 10^5 never ends).
 _REGIMES = ((11, 23, 11, 17), (-23, -11, 11, 17), (1, 3, 7, 11), (-3, -1, 7, 11),
-            (200, 900, 1, 3), (-900, -200, 1, 3), (10**5, 10**7, 1, 3), (-10**7, -10**5, 1, 3))
+            (10**4, 10**7, 1, 3), (-10**7, -10**4, 1, 3))
 _NOT_ANALYTIC = (sympy.Abs, sympy.sign, sympy.Max, sympy.Min, sympy.floor, sympy.ceiling,
                  sympy.re, sympy.im, sympy.arg, sympy.conjugate, sympy.Piecewise,
                  sympy.Heaviside, sympy.frac)
@@ -397,16 +403,26 @@ def positive_symbols(names):
         _POSITIVE.reset(token)
 
 
-def _points(syms, n: int, analytic: bool) -> list[dict]:
-    """n seeded points over the whole real line (regime by regime, each symbol on its own),
-    then two complex points when both sides are analytic; reproducible run to run."""
+def _shape(*exprs) -> tuple[bool, bool]:
+    """(analytic, tower): no |x|, max, floor ... on either side; a variable in an exponent."""
+    analytic = not any(e.has(*_NOT_ANALYTIC) for e in exprs)
+    tower = any(p.exp.free_symbols for e in exprs for p in e.atoms(sympy.Pow)) or \
+        any(f.args[0].free_symbols for e in exprs for f in e.atoms(sympy.exp))
+    return analytic, tower
+
+
+def _points(syms, shape: tuple[bool, bool], n: int = 6) -> list[dict]:
+    """n seeded points over the real line (regime by regime, symbols in different regimes so
+    signs mix), then two complex points when both sides are analytic; reproducible."""
+    analytic, tower = shape
     rng = random.Random(1234)
     positive = _POSITIVE.get()
+    regimes_all = _REGIMES[:4] if tower else _REGIMES
     out = []
     for k in range(n):
         point = {}
-        for j, s in enumerate(syms):            # symbols in different regimes: sign mixes
-            regimes = _REGIMES[0::2] if s.name in positive else _REGIMES
+        for j, s in enumerate(syms):
+            regimes = regimes_all[0::2] if s.name in positive else regimes_all
             lo, hi, dlo, dhi = regimes[(k + j) % len(regimes)]
             point[s] = Rational(rng.randint(lo, hi), rng.randint(dlo, dhi))
         out.append(point)
@@ -417,23 +433,20 @@ def _points(syms, n: int, analytic: bool) -> list[dict]:
     return out
 
 
-def _samples(e: Expr, symbols, n: int = 8, analytic: bool = False) -> list:
-    """Values of `e` at the sample points (None where undefined): a polynomial identity test
-    that also tells apart forms equal on one side of zero only (`\\sqrt{x^2}` vs `x`)."""
+def _value_at(e: Expr, point: dict) -> complex | None:
+    """`e` at `point`, numerically (never builds `(1+1/n)^n` exactly); None where undefined."""
+    try:
+        v = e.evalf(_PRECISION, subs=point)
+        ok = v.is_number and v.is_finite is not False and not v.has(sympy.nan, sympy.zoo)
+        return complex(v) if ok else None
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def _samples(e: Expr, symbols, n: int = 4) -> list:
+    """Values of `e` at n real sample points (None where undefined)."""
     syms = sorted(symbols, key=lambda s: s.name)
-    out = []
-    for point in _points(syms, n, analytic):
-        try:
-            v = sympy.N(e.subs(point), _PRECISION)
-            ok = v.is_number and v.is_finite is not False and v.has(sympy.nan) is False
-            out.append(complex(v) if ok else None)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
-            out.append(None)
-    return out
-
-
-def _analytic(*exprs) -> bool:
-    return not any(e.has(*_NOT_ANALYTIC) for e in exprs)
+    return [_value_at(e, p) for p in _points(syms, (False, True), n)]
 
 
 def _close(x: complex, y: complex, tol: float) -> bool:
