@@ -427,8 +427,23 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
         letters = [m for m in _LETTER.finditer(tail)
                    if not re.match(r"\s+[a-z]", tail[m.end():m.end() + 2])
                    or m.group(1) not in "AI"]
-        return letters[-1].group(1) if letters else None
+        return _letters_joined(tail, letters) if letters else None
     return _conclusion(tail)
+
+
+_LETTER_JOIN = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|"
+                          r"\bprobably\b|\s)*\s*\(?$", re.I)
+
+
+def _letters_joined(text: str, letters: list) -> str:
+    """The last letter written, with the letters listed or offered right before it ("B,
+    possibly C" reads B or C: a hedge)."""
+    k = len(letters) - 1
+    while k and _LETTER_JOIN.fullmatch(text, letters[k - 1].end(), letters[k].start()) \
+            and re.search(r"[,/&]|\b(?:or|and|maybe|perhaps|possibly|probably)\b",
+                          text[letters[k - 1].end():letters[k].start()], re.I):
+        k -= 1
+    return " or ".join(m.group(1) for m in letters[k:])
 
 
 def _hidden_values(bare: str) -> str | None:

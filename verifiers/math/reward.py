@@ -34,6 +34,7 @@ from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 from ..parser import ThinkParser
 from .compare import Decision, decide
 from .domain import positive_names
+from .echo import written_back
 from .extract import find_final, gold_boxes
 from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
@@ -306,6 +307,8 @@ class MathReward(BaseReward):
         question = question_text(task)
         listing = bool(_ASKS_ALL.search(question))
         pred = _combine([split_answer(p, set_is_list=listing) for p in found.parts])
+        if written_back(pred.items, gold.answer.items, question):
+            return Verdict(0.0, OK, found.text, "the question's expression written back")
         return (gold.answer, pred, found.text, positive_names(question + " " + gold.text))
 
     def score_batch(self, tasks: Sequence[Task], completions: Sequence) -> list[Verdict]:
