@@ -320,3 +320,19 @@ def test_a_set_equal_to_the_gold_or_asked_for_stays_right(gold, answer, question
 
 def test_the_set_of_the_empty_set_is_never_the_solutions_listed():
     assert score(r"\emptyset", r"\boxed{\{\emptyset\}}", "Find all solutions.")[0] == 0.0
+
+
+# --------------------------------------------------------------------------- exact numeric match
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    ("12", "<answer>12</answer> Wait, that is wrong, it is 13.", 0.0),
+    ("13", "<answer>12</answer> Wait, that is wrong, it is 13.", 1.0),
+    ("12", "<answer>12</answer> Hmm, that can't be right.", 0.0),
+    ("12", r"\boxed{12} is wrong.", 0.0),
+    ("12", r"Is it \boxed{12}? No.", 0.0),
+    ("12", "<answer>12</answer> Let me verify: 3*4 = 12. Yes.", 1.0),
+    ("12", "<answer>12</answer>", 1.0),
+])
+def test_the_arithmetic_reader_keeps_only_the_answer_that_stands(gold, completion, expected):
+    from rlvr.verifiers.numeric import NumericMatch
+    assert NumericMatch().score(Task("t", answer=gold), completion).score == expected
