@@ -5,6 +5,7 @@ only (symbolic.positive_symbols). Only positivity is read: any other statement l
 line, so an answer right only on part of it is refused (fail closed)."""
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["positive_names"]
@@ -31,6 +32,7 @@ _STATEMENTS = [
 _NAME_RE = re.compile(rf"(?<![A-Za-z\\]){_NAME}(?![A-Za-z])")
 
 
+@functools.lru_cache(maxsize=4096)
 def positive_names(text: str) -> frozenset[str]:
     """Names of the variables `text` states to be positive (or non-negative).
 

@@ -40,7 +40,7 @@ from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
-VERSION = "3"
+VERSION = "4"
 # a task asking for every solution: a set of one element lists that one solution
 _ASKS_ALL = re.compile(r"\b(?:all\s+(?:the\s+)?(?:real\s+|complex\s+|possible\s+|integer\s+)*"
                        r"(?:solutions?|values?|roots?|zeros?|numbers?)|solution\s+set|set\s+of\s+all|"
@@ -186,15 +186,19 @@ def _inline_deadline(seconds: float):
         yield                  # not ours to set (another thread, a C-level handler), or moot
         return
 
+    armed = [True]
+
     def expire(_signum, _frame):
-        raise _TooSlow
+        if armed[0]:                  # a tick after the work ended (a loaded machine) is moot
+            raise _TooSlow
     start = time.monotonic()
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)    # re-fires until the work stops
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        armed[0] = False              # before any call: a tick raising here would leave the
+        signal.setitimer(signal.ITIMER_REAL, 0)      # timer re-firing with no handler left
         signal.signal(signal.SIGALRM, outer)
         if remaining:
             left = max(remaining - (time.monotonic() - start), 1e-3)

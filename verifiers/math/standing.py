@@ -137,7 +137,7 @@ def after(tail: str, read_value, same) -> After:
 
 
 # the answer's own sentence going on with its reasons: what it evaluates is something else
-_REASON = re.compile(r"[\s,;:—–-]*(?:because|since|as|given|while|whereas|for|where|unlike)\b",
+_REASON = re.compile(r"[\s,;:(—–-]*(?:because|since|as|given|while|whereas|for|where|unlike)\b",
                      re.I)
 
 
