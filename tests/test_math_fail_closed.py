@@ -336,3 +336,23 @@ def test_the_set_of_the_empty_set_is_never_the_solutions_listed():
 def test_the_arithmetic_reader_keeps_only_the_answer_that_stands(gold, completion, expected):
     from rlvr.verifiers.numeric import NumericMatch
     assert NumericMatch().score(Task("t", answer=gold), completion).score == expected
+
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    ("21", r"\boxed{12}. No wait, it's 21.", 1.0),
+    ("12", r"\boxed{12}. No wait, it's 21.", 0.0),
+    ("8", "\\boxed{12}\n\nWait — I misread the question. It asks for the difference, which is 8.",
+     1.0),
+    ("11", "\\boxed{12}\n\nI realize I made an error: the answer should be 11.", 1.0),
+    ("12", "\\boxed{12}\n\nHmm, that doesn't seem right, but I'll leave it.", 0.0),
+    ("12", "\\boxed{12}\n\nLet me check: 12 - 5 = 7 ✓. The answer is correct.", 1.0),
+    ("12", "\\boxed{12} (since 13 would be wrong)", 1.0),
+    ("12", "I don't think it's 12.", 0.0),
+    ("12", "Is it 12? No.", 0.0),
+    ("12", "This is not hard: 12.", 1.0),
+    ("12", "\\boxed{12}\n\nAlternatively, the answer could be 13.", 0.0),
+    ("B", "Answer: (B) — though (C) is also possible.", 0.0),
+    (r"1.6 \times 10^{-19}", "The charge is 1.6×10⁻¹⁹ C.", 1.0),
+])
+def test_more_shapes_of_the_same_classes(gold, completion, expected):
+    assert score(gold, completion)[0] == expected

@@ -45,7 +45,7 @@ def question_expressions(question: str) -> frozenset[str]:
 
 def _canonical(text: str) -> str:
     r"""A key that ignores optional braces: `\frac12` = `\frac{1}{2}`, `x_2` = `x_{2}`."""
-    k = key(normalize(text))
+    k = re.sub(r"\\cdot|\\times|×|·", "*", key(normalize(text)))
     k = re.sub(r"\\([dt]?frac|binom)(\w)(\w)", r"\\\1{\2}{\3}", k)
     k = re.sub(r"\\([dt]?frac|binom)\{([^{}]*)\}(\w)", r"\\\1{\2}{\3}", k)
     k = re.sub(r"\\sqrt(\w)", r"\\sqrt{\1}", k)

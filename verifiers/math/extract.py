@@ -503,13 +503,23 @@ def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
         if statements:
             return _standing(statements, region, mc, text_gold, "statement")
     value = _fallback(text, mc, text_gold)
-    return Found((value,), "last_value") if value else None
+    if not value:
+        return None
+    at = text.rfind(value)
+    if at >= 0 and denials(text)(at, at + len(value)):
+        return Found((), "last_value", "the only answer stated is negated or questioned")
+    return Found((value,), "last_value")
 
 
 # an answer line after a box or tag, in another notation: it is a later statement
 _LATER_MARKER = re.compile(r"####|\*\*\s*(?:final\s+)?answer|(?:^|\n)\s*(?:final\s+)?answer\s*[:：]"
                            r"|\b(?:the\s+)?(?:correct\s+|final\s+)answer\b|\bthe\s+answer\s+is\b",
                            re.I)
+
+
+# "the answer is correct": a verdict on the answer, not another one
+_EVALUATION = re.compile(r"(?:correct|right|wrong|incorrect|confirmed|verified|valid|consistent|"
+                         r"indeed|reasonable|plausible|the\s+same|unchanged|as\s+above)\b", re.I)
 
 
 def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str) -> Found:
@@ -522,7 +532,8 @@ def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str) ->
         last = kept[-1][1]
         for c in _statements(text[last:], mc):
             c = (c[0] + last, c[1] + last, c[2])
-            if _LATER_MARKER.match(text, c[0]) and not _denied(denied, text, c, "statement"):
+            if _LATER_MARKER.match(text, c[0]) and not _EVALUATION.match(c[2]) \
+                    and not _denied(denied, text, c, "statement"):
                 kept.append(c)
                 later = True
     if not kept:

@@ -27,7 +27,7 @@ __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_
 # --------------------------------------------------------------------------- wrappers
 
 _TEXT_CMDS = re.compile(r"\\(?:boxed|fbox|text(?:normal|bf|it|rm|sf|tt)?|mathrm|mathbf|mathit|mathsf|"
-                        r"textsc|mbox|operatorname|emph|boldsymbol|bm|underline|smash(?:\[[a-z]\])?|textup|hbox|"
+                        r"textsc|mbox|operatorname|emph|boldsymbol|bm|pmb|underline|smash(?:\[[a-z]\])?|textup|hbox|"
                         r"mathbb(?=\{[^R]))\s*\{")
 _DROP = [
     (re.compile(r"\\[hv]?phantom\s*\{[^{}]*\}"), " "),      # invisible: not part of the answer

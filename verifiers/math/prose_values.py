@@ -11,7 +11,9 @@ __all__ = ["value_spans", "FUNC_WORD", "NUMBER"]
 # 42, 1,000.5, 3/4, 2 1/4, 5%; a mixed number's parts share a line ("11" then "5/6" below it
 # are two values)
 _NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+[ \t]+(?=\d+[ \t]*/[ \t]*\d))?"
-              r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:[ \t]*/[ \t]*\d+)?(?:\s*%)?(?!\d)")
+              r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?"
+              r"(?:[eE][-+−]?\d+|\s*(?:×|\\times|·|\\cdot)\s*10\s*\^\s*\{?\s*[-+−]?\d+\s*\}?)?"
+              r"(?:[ \t]*/[ \t]*\d+)?(?:\s*%)?(?!\d)")
 _NUMBER = re.compile(_NUMBER_RE)
 # Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a call or `pi`, widened to the
 # numbers, operators and calls written next to it (normalize.plain_to_latex reads the result).

@@ -25,8 +25,9 @@ __all__ = ["negated", "denials", "after", "After", "rejection_removed"]
 
 _NEGATION = r"(?:\bnot|n't|\bnever|\bno\s+longer|\bcannot\s+be|\bcan\s*not\s+be)"
 # a negation right before the value: "is not 12", "isn't $12$", "can't be \boxed{12}"
-_NEG_BEFORE = re.compile(rf"{_NEGATION}\s+(?:be\s+|equal\s+(?:to\s+)?|just\s+|simply\s+|exactly\s+|"
-                         rf"actually\s+|really\s+)?(?:the\s+answer\s+|\$+\s*|\\\(\s*)?$", re.I)
+_NEG_BEFORE = re.compile(rf"{_NEGATION}\s+(?:(?:think|believe|say|guess|that|it's|it|is|be|the|"
+                         rf"answer|equal|to|simply|just|exactly|actually|really|quite)\s+){{0,4}}"
+                         rf"(?:\$+\s*|\\\(\s*)?$", re.I)
 # an evaluation right after it: "\boxed{12} is wrong", "12 isn't the answer"
 _NEG_AFTER = re.compile(
     r"^\s*\$*\s*(?:,\s*)?(?:(?:which|that)\s+)?(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
@@ -108,7 +109,7 @@ def after(tail: str, read_value, same) -> After:
     """What `tail` (the text after the last answer) does to the answer. `read_value(text)` is
     the value a stretch of text concludes with (or None); `same(value)` tells whether it is the
     answer's value."""
-    lead = re.match(r"[\s,;:.(—–-]*", tail).end()
+    lead = re.match(r"[\s,;:.()*—–-]*", tail).end()
     if ALT_START.match(tail, lead):
         sentence = tail[:_sentence_end(tail, lead)]
         value = read_value(sentence)
@@ -146,8 +147,8 @@ def _first_cue(tail: str) -> int | None:
     best = None
     for pattern in (_STRONG, _WEAK):
         for m in pattern.finditer(tail):
-            if _denied(tail, m.start()):
-                continue
+            if pattern is _STRONG and _denied(tail, m.start()):
+                continue                          # "no mistake"; but "no, wait" still pauses
             if pattern is _WEAK and _RECHECK.match(tail, m.end()):
                 continue
             best = m.start() if best is None else min(best, m.start())
