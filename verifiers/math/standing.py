@@ -93,7 +93,7 @@ def denials(text: str):
 _ANY_CUE = re.compile(r"not|n't|never|longer|\?|wrong|incorrect|false|invalid|impossible|mistake|"
                       r"error|off\b|isn|can|does", re.I)
 _MAY_NEGATE = re.compile(r"not|n't|never|longer", re.I)      # a cheap test before the full one
-_ASKED = re.compile(r"[\s$*.)]*\?(?=\s|$)")
+_ASKED = re.compile(r"[\s$*.)]*\?+(?=\s|$)")
 
 
 @dataclass(frozen=True)
