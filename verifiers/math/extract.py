@@ -15,12 +15,12 @@ multi-part answer, which is a hedge against a single-valued gold) unless a self-
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass
 
 from ..parser import tag_blocks
 from .boxes import _boxes, gold_boxes
+from .json_answers import json_answers as _json_answers
 from .hedges import (ALT_START, ALT_WORD, CORRECTION, DOUBT, HARD_END, HIDING, LIST_LEAD,
                      joins)
 from .compare import decide
@@ -59,9 +59,6 @@ _LABEL_END = re.compile(r"^(?:[\s:=：*_}]|</(?:b|strong)>)+")
 # end-of-turn tokens a completion may still carry at its end
 _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>", "<|end|>",
                "<|eom_id|>", "</s>", "<eos>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
-# an answer in a JSON object: `{"answer": 17}`, `{"final_answer": "\\frac{1}{2}"}`
-_JSON_KEY = re.compile(r'"(?:final[_ ]?answer|answer)"\s*:\s*', re.I)
-_JSON = json.JSONDecoder()
 _MARKER = re.compile(
     r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|(?<![</])\banswer\b)"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?\s*(?:[:=：]|\bis\b)?\s*(?:\*\*)?\s*(?:[:=：])?"
@@ -251,23 +248,6 @@ def _option_values(clause: str) -> str | None:
 def _strip_units(s: str) -> str:
     return re.sub(r"\b(?:percent|percentage|dollars?|cents?|miles?|meters?|hours?|minutes?|"
                   r"days?|years?|units?|degrees?|and|or|pages?)\b", "", s, flags=re.I)
-
-
-def _json_answers(text: str) -> list[tuple[int, int, str]]:
-    """Answers held by a JSON object's `answer` / `final_answer` field, as the JSON says them
-    (strings unescaped, lists joined); a value that is not JSON counts as no answer here."""
-    out = []
-    for m in _JSON_KEY.finditer(text):
-        try:
-            value, end = _JSON.raw_decode(text[m.end():m.end() + 2000])
-        except ValueError:
-            continue
-        if isinstance(value, list):
-            value = ", ".join(str(v) for v in value)
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
-                and str(value).strip():
-            out.append((m.start(), m.end() + end, str(value).strip()))
-    return out
 
 
 def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
