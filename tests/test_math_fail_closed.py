@@ -356,3 +356,26 @@ def test_the_arithmetic_reader_keeps_only_the_answer_that_stands(gold, completio
 ])
 def test_more_shapes_of_the_same_classes(gold, completion, expected):
     assert score(gold, completion)[0] == expected
+
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    ("13", "The answer is 12... or is it? Let me recount. 13.", 1.0),
+    ("12", "The answer is 12... or is it? Let me recount. 13.", 0.0),
+    ("13", "Is the answer \\boxed{12}? No, it's 13.", 1.0),
+    ("12", "It can't be $\\boxed{12}$ because 12 is even.", 0.0),
+    ("12", "<answer>12</answer>\n\nI'm second-guessing this. It might not be right.", 0.0),
+    ("16", "Final answer: 12\n\nUpon reflection, this is incorrect; the correct answer is 16.", 1.0),
+    ("12", "\\boxed{12}\n\nTo verify, plug back in: 2(12) - 4 = 20 ✓.", 1.0),
+])
+def test_what_follows_a_denied_or_doubted_answer(gold, completion, expected):
+    assert score(gold, completion)[0] == expected
+
+
+@pytest.mark.parametrize("gold,answer", [
+    (r"\sqrt{x}\sqrt{y}", r"\sqrt{xy}"),          # differ where both are negative
+    (r"\ln x + \ln y", r"\ln(xy)"),
+    ("|x||y|", "xy"),
+])
+def test_two_variables_are_sampled_with_every_sign_pattern(gold, answer):
+    assert score(gold, rf"\boxed{{{answer}}}")[0] == 0.0
+    assert score(gold, rf"\boxed{{{gold}}}")[0] == 1.0

@@ -516,7 +516,12 @@ def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str) ->
                     and not _denied(denied, text, c, "statement"):
                 kept.append(c)
                 later = True
-    if not kept:
+    if not kept:                                  # "Is it \boxed{12}? No, it's 13."
+        end = _value_end(text, cands[-1], source)
+        stop = HARD_END.search(text, end)         # its own sentence gives its reasons
+        value = _read_value(text[stop.end():], mc) if stop else None
+        if value:
+            return Found((value,), "last_value")
         return Found((), source, "the only answer stated is negated or questioned")
     values = _values(_choose(kept, text), mc, text_gold, source)
     if not values:

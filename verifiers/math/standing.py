@@ -42,7 +42,7 @@ _REPLY_YES = re.compile(r"^\s*(?:\*\*)?(?:yes|yep|yeah|correct|right|indeed|exac
 _STRONG = re.compile(
     r"\b(?:wrong|incorrect|mistake[ns]?|errors?|erred|oops|typo|miscount\w*|miscalculat\w*|"
     r"misread\w*|misadd\w*|mis-?(?:computed|counted|took)|off\s+by|"
-    r"not\s+(?:right|correct|quite|sure|certain|it|the\s+answer|valid)|"
+    r"not\s+(?:be\s+)?(?:right|correct|quite|sure|certain|it|the\s+answer|valid)|second-guess\w*|"
     r"(?:isn't|wasn't|can't\s+be|cannot\s+be)\s+(?:right|correct|it|the\s+answer)|"
     r"(?:doesn't|does\s+not|don't|do\s+not)\s+(?:work|match|add\s+up|make\s+sense|seem\s+right|"
     r"check\s+out|satisfy|hold|fit)|contradict\w*|inconsisten\w*|impossible|"

@@ -412,18 +412,19 @@ def _shape(*exprs) -> tuple[bool, bool]:
 
 
 def _points(syms, shape: tuple[bool, bool], n: int = 6) -> list[dict]:
-    """n seeded points over the real line (regime by regime, symbols in different regimes so
-    signs mix), then a complex point when both sides are analytic; reproducible."""
+    """n seeded points over the real line (each size regime on both sides of zero, the signs
+    of the symbols in every combination for the first two), then a complex point when both
+    sides are analytic; reproducible."""
     analytic, tower = shape
     rng = random.Random(1234)
     positive = _POSITIVE.get()
-    regimes_all = _REGIMES[:4] if tower else _REGIMES
+    sizes = 2 if tower else 3                     # _REGIMES pairs: around 1, around 0, large
     out = []
     for k in range(n):
         point = {}
-        for j, s in enumerate(syms):
-            regimes = regimes_all[0::2] if s.name in positive else regimes_all
-            lo, hi, dlo, dhi = regimes[(k + j) % len(regimes)]
+        for j, s in enumerate(syms):              # sign from bit j of k: every sign pattern
+            negative = (k >> j) & 1 and s.name not in positive
+            lo, hi, dlo, dhi = _REGIMES[2 * ((k + j) % sizes) + negative]
             point[s] = Rational(rng.randint(lo, hi), rng.randint(dlo, dhi))
         out.append(point)
     if analytic and not positive & {s.name for s in syms}:
