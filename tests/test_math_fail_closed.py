@@ -379,3 +379,12 @@ def test_what_follows_a_denied_or_doubted_answer(gold, completion, expected):
 def test_two_variables_are_sampled_with_every_sign_pattern(gold, answer):
     assert score(gold, rf"\boxed{{{answer}}}")[0] == 0.0
     assert score(gold, rf"\boxed{{{gold}}}")[0] == 1.0
+
+
+def test_countdown_reads_the_answer_that_stands():
+    from rlvr.verifiers.math.countdown import CountdownReward
+    task = Task("c", answer="24", metadata={"numbers": [4, 6, 1, 2]})
+    r = CountdownReward()
+    retracted = r.score(task, "<think>t</think> <answer>4 * 6</answer> Hmm, that's wrong.")
+    assert (retracted.score, retracted.status) == (0.0, "unparsed") and retracted.reason
+    assert r.score(task, "<think>t</think> <answer>4 * 6</answer>").score == 1.0
