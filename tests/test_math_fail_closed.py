@@ -388,3 +388,12 @@ def test_countdown_reads_the_answer_that_stands():
     retracted = r.score(task, "<think>t</think> <answer>4 * 6</answer> Hmm, that's wrong.")
     assert (retracted.score, retracted.status) == (0.0, "unparsed") and retracted.reason
     assert r.score(task, "<think>t</think> <answer>4 * 6</answer>").score == 1.0
+
+
+def test_a_gold_solution_is_read_as_stated():
+    """Golds are trusted: the words after a gold's box never change or void it."""
+    from rlvr.verifiers.math import parse_gold
+    for solution in [r"Thus $\boxed{5}$. Actually, we can also check that 6 fails.",
+                     r"So the answer is $\boxed{5}$; note that 5 is not even.",
+                     r"$\boxed{5}$ is the answer. Is 4 possible? No."]:
+        assert parse_gold(solution).text == "5", solution

@@ -435,11 +435,13 @@ def _hidden_values(bare: str) -> str | None:
     return " or ".join(values) if len(values) > 1 else None
 
 
-def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | None:
+def find_final(span: str, mc: bool = False, text_gold: bool = False,
+               trusted: bool = False) -> Found | None:
     r"""The final answer in an answer span, or None when nothing can be read.
 
     `mc=True` reads multiple-choice letters from statements and prose; `text_gold=True` accepts
-    a short bare phrase as the answer (the gold is a word answer such as "Evelyn").
+    a short bare phrase as the answer (the gold is a word answer such as "Evelyn"); `trusted`
+    (a gold solution) reads the last answer as stated, without weighing the words around it.
 
     >>> find_final(r"so \boxed{2}. Wait, actually \boxed{3}.").parts
     ('3',)
@@ -449,7 +451,7 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     ('220',)
     """
     text = _EMPTY_TAG.sub(" ", _without_end_tokens(unicode_math(span[-MAX_SCAN_CHARS:])))
-    return _find(text, mc, text_gold)
+    return _find(text, mc, text_gold, trusted)
 
 
 def _without_end_tokens(text: str) -> str:
@@ -465,10 +467,10 @@ def _without_end_tokens(text: str) -> str:
         end = found = end - len(token)
 
 
-def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
+def _find(text: str, mc: bool, text_gold: bool, trusted: bool = False) -> Found | None:
     tags = [(a, b, c.strip()) for a, b, c in tag_blocks(text) if c.strip()]
     if tags:
-        return _standing(tags, text, mc, text_gold, "answer_tag")
+        return _standing(tags, text, mc, text_gold, "answer_tag", trusted)
     heading = None
     for heading in _FINAL_HEADING.finditer(text):
         pass
@@ -478,10 +480,10 @@ def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
         if found is None:
             return None                           # the text ends inside a box: truncated
         if found:
-            return _standing(found, region, mc, text_gold, "boxed")
+            return _standing(found, region, mc, text_gold, "boxed", trusted)
         statements = _statements(region, mc)
         if statements:
-            return _standing(statements, region, mc, text_gold, "statement")
+            return _standing(statements, region, mc, text_gold, "statement", trusted)
     value = _fallback(text, mc, text_gold)
     if not value:
         return None
@@ -502,10 +504,13 @@ _EVALUATION = re.compile(r"(?:correct|right|wrong|incorrect|confirmed|verified|v
                          r"indeed|reasonable|plausible|the\s+same|unchanged|as\s+above)\b", re.I)
 
 
-def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str) -> Found:
+def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str,
+              trusted: bool = False) -> Found:
     """The answer that stands among `cands` (tags, boxes or statements, in order): denied ones
     dropped, later answer lines in another notation added, self-corrections applied, then what
     the text after the last one does to it (`standing.after`)."""
+    if trusted:
+        return Found(tuple(_values(_choose(cands, text), mc, text_gold, source)), source)
     denied, later = denials(text), False
     kept = [c for c in cands if not _denied(denied, text, c, source)]
     if kept and source != "statement":

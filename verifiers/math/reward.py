@@ -65,8 +65,8 @@ def parse_gold(gold: str) -> GoldAnswer:
     """Gold strings as datasets store them: `72`, `$\\frac12$`, `\\boxed{..}`, `... #### 72`."""
     if "####" in gold:
         gold = gold.rsplit("####", 1)[1]
-    found = find_final(gold) if re.search(r"\\boxed|\\fbox|answer|<answer>", gold, re.I) \
-        else None
+    found = find_final(gold, trusted=True) \
+        if re.search(r"\\boxed|\\fbox|answer|<answer>", gold, re.I) else None
     parts = found.parts if found else (gold,)
     if found and found.source == "boxed" and len(parts) > 1:
         parts = gold_boxes(gold) or parts
