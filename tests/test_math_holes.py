@@ -223,7 +223,7 @@ def _crash(*args, **kwargs):
 @pytest.mark.parametrize("target", ["simplify", "doit"])
 def test_a_symbolic_crash_is_a_counted_error_naming_it(monkeypatch, target):
     from rlvr.verifiers.math import symbolic
-    monkeypatch.setattr(symbolic, "_samples", _no_samples)   # force the simplify fallback
+    monkeypatch.setattr(symbolic, "_points", _no_samples)    # force the simplify fallback
     if target == "simplify":
         monkeypatch.setattr(sympy, "simplify", _crash)
     else:

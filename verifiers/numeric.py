@@ -11,7 +11,8 @@ from fractions import Fraction
 
 from rlvr.core import GOLD_UNPARSEABLE, UNPARSED, BaseReward, Verdict
 
-from .parser import ThinkParser, all_boxed, answer_tag
+from .math.standing import after, negated
+from .parser import ThinkParser, all_boxed, answer_tag, boxes, tag_blocks
 
 __all__ = ["NumericMatch", "final_answer", "numbers_in", "parse_number"]
 
@@ -100,6 +101,11 @@ class NumericMatch(BaseReward):
         if source == "span" and completion.finish_reason == "length":
             return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
                                                  "answer (no tag, box or answer statement)")
+        stands = _standing(parsed.answer, text, source)
+        if stands is None:
+            return Verdict(0.0, UNPARSED, extracted=text,
+                           reason="the answer is denied, or taken back with no new value")
+        text = stands
         values = {parse_number(part) for part in text.split(" | ")}
         if len(values) > 1:
             return Verdict(0.0, extracted=text, reason=f"several different {source} answers")
@@ -111,3 +117,42 @@ class NumericMatch(BaseReward):
         if value == gold:
             return Verdict(1.0, extracted=text)
         return Verdict(0.0, extracted=text, reason=f"{text} != {task.answer}")
+
+
+def _last_span(span: str, source: str) -> tuple[int, int] | None:
+    """Where the last tag, box or statement of `span` starts and ends."""
+    if source == "answer_tag":
+        found = tag_blocks(span)
+        return (found[-1][0], found[-1][1]) if found else None
+    if source == "boxed":
+        found = [b for b in boxes(span) if b.closed]
+        return (found[-1].start, found[-1].end) if found else None
+    if source == "statement":
+        found = list(_STATEMENT.finditer(span))
+        return (found[-1].start(1), found[-1].end(1)) if found else None
+    return None
+
+
+def _standing(span: str, text: str, source: str) -> str | None:
+    """The answer after what the text says around and after it (math.standing's rules): a
+    denied answer or one taken back with no new value is None; a correction's new value
+    replaces it; an alternative offered after it joins it (a hedge)."""
+    where = _last_span(span, source)
+    if where is None:
+        return text
+    if negated(span, *where):
+        return None
+
+    def last_number(seg: str) -> str | None:
+        found = _NUMBER.findall(seg[-3000:])
+        return found[-1].strip() if found else None
+
+    current = {parse_number(p) for p in text.split(" | ")}
+    change = after(span[where[1]:], last_number, lambda v: {parse_number(v)} == current)
+    if change.action == "retract":
+        return None if len(current) == 1 else text
+    if change.action == "replace":
+        return change.value
+    if change.action == "hedge":
+        return text + " | " + change.value
+    return text

@@ -108,6 +108,8 @@ def fast_item_equal(g: str, p: str) -> Tri:
     """One gold value vs one predicted value without sympy; None when it cannot tell."""
     if key(g) == key(p):
         return True
+    if _set_literal(g) != _set_literal(p):
+        return False                     # {3} is not 3, {\emptyset} is not \emptyset
     based = base_digits(g) or base_digits(p)
     if based and based in (key(g), key(p)):
         return True                      # `101_2` and `101`: the digits, written in the base
@@ -132,6 +134,11 @@ def fast_item_equal(g: str, p: str) -> Tri:
             return False                 # (0,9) vs [0,9): different intervals / tuple types
         return _all(fast_item_equal(a, b) for a, b in zip(sg[2], sp[2]))
     return None
+
+
+def _set_literal(s: str) -> bool:
+    """Is `s` a set written by listing its elements (`\\{3\\}`), other than the empty one?"""
+    return s.startswith("\\{") and s.endswith("\\}") and bool(s[2:-2].strip())
 
 
 def _words(s: str) -> str:

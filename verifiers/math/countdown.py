@@ -160,8 +160,9 @@ class CountdownReward(BaseReward):
             why = "think block never closed" if parsed.think_present else "empty completion"
             return Verdict(0.0, UNPARSED, reason=why)
         found = find_final(parsed.answer)
-        if found is None:
-            return Verdict(0.0, UNPARSED, reason="no answer expression found")
+        if found is None or not found.parts:
+            why = found.refused if found else ""
+            return Verdict(0.0, UNPARSED, reason=why or "no answer expression found")
         if found.source == "last_value" and completion.finish_reason == "length":
             return Verdict(0.0, UNPARSED, reason="cut at the length limit before stating an "
                                                  "answer (no tag, box or answer statement)")

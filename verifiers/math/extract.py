@@ -14,21 +14,25 @@ multi-part answer, which is a hedge against a single-valued gold) unless a self-
 """
 from __future__ import annotations
 
-import bisect
-import json
+import functools
 import re
 from dataclasses import dataclass
 
-from ..parser import boxes, tag_blocks
+from ..parser import tag_blocks
+from .boxes import _boxes, gold_boxes
+from .json_answers import json_answers as _json_answers
 from .hedges import (ALT_START, ALT_WORD, CORRECTION, DOUBT, HARD_END, HIDING, LIST_LEAD,
                      joins)
-from .normalize import is_label, key, normalize, too_big
+from .compare import decide
+from .normalize import (MAX_ANSWER_CHARS, Answer, is_label, key, normalize, split_answer,
+                        too_big)
+from .notation import unicode_math
+from .prose_values import FUNC_WORD as _FUNC_WORD, value_spans as _value_spans
+from .standing import after, denials, rejection_removed
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
 MAX_SCAN_CHARS = 200_000      # only the end of a larger answer span is searched
-_MAX_STATEMENTS = 64          # the last this many answer statements are read
-_MAX_CANDIDATES = 64          # ... and boxes or tags (more than that differing is a hedge anyway)
 _FALLBACK_CHARS = 3_000
 
 
@@ -37,6 +41,7 @@ class Found:
     """What was read: `parts` (one, or several different candidates) and where from."""
     parts: tuple[str, ...]
     source: str
+    refused: str = ""             # why no stated answer stands (parts empty)
 
     @property
     def text(self) -> str:
@@ -54,9 +59,6 @@ _LABEL_END = re.compile(r"^(?:[\s:=：*_}]|</(?:b|strong)>)+")
 # end-of-turn tokens a completion may still carry at its end
 _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>", "<|end|>",
                "<|eom_id|>", "</s>", "<eos>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
-# an answer in a JSON object: `{"answer": 17}`, `{"final_answer": "\\frac{1}{2}"}`
-_JSON_KEY = re.compile(r'"(?:final[_ ]?answer|answer)"\s*:\s*', re.I)
-_JSON = json.JSONDecoder()
 _MARKER = re.compile(
     r"(?:\bfinal\s+answer\b|\bthe\s+(?:correct\s+|final\s+)?answer\b|(?<![</])\banswer\b)"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?\s*(?:[:=：]|\bis\b)?\s*(?:\*\*)?\s*(?:[:=：])?"
@@ -72,85 +74,26 @@ _SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)(?!\d)|。|\n|!|\?(?=\s|$)|"
                            r"it|this|that|as|and\s+(?:it|this|that))\b|;", re.I)
 _MATH_SEG = re.compile(r"\$\$((?:[^$\\]|\\.)+?)\$\$|(?<!\\)\$((?:[^$\\]|\\.)+?)\$|\\\((.+?)\\\)"
                        r"|\\\[(.+?)\\\]", re.S)
-# 42, 1,000.5, 3/4, 2 1/4, 5%; a mixed number's parts share a line ("11" then "5/6" below it
-# are two values)
-_NUMBER_RE = (r"(?<![A-Za-z0-9.])[-+−]?(?:\d+[ \t]+(?=\d+[ \t]*/[ \t]*\d))?"
-              r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:[ \t]*/[ \t]*\d+)?(?:\s*%)?(?!\d)")
-_NUMBER = re.compile(_NUMBER_RE)
-# Plain-text maths in prose ("the length is 2*sqrt(2) cm"): a call or `pi`, widened to the
-# numbers, operators and calls written next to it (normalize.plain_to_latex reads the result).
-# Found core first, then widened within a bounded window, so scanning stays linear in the text
-# (one regex with an optional prefix backtracked quadratically on "1 1 1 ..."; pathological
-# fixture rows keep long runs of numbers and calls in the table).
-_FUNC = (r"(?:sqrt|cbrt|log10|log2|log|ln|exp|arcsin|arccos|arctan|asin|acos|atan|sinh|cosh|"
-         r"tanh|sin|cos|tan|cot|sec|csc)")
-_PAREN = r"\((?:[^()]|\([^()]{0,200}\)){0,200}\)"
-_PLAIN_CORE_RE = rf"(?:{_FUNC}\s*{_PAREN}|pi(?![A-Za-z]))"
-_PLAIN_ATOM = rf"(?:\d+(?:\.\d+)?(?![\d.])|{_PLAIN_CORE_RE}|{_PAREN})"
-_PLAIN_OP = (rf"(?:\s*(?:\*\*|[-+*/^])\s*|\s*(?=(?:{_FUNC}\s*\(|pi(?![A-Za-z])|\()))")
-_PLAIN_CORE = re.compile(rf"(?<![A-Za-z0-9\\]){_PLAIN_CORE_RE}")
-_PLAIN_LEFT = re.compile(rf"(?<![A-Za-z0-9.\\])[-+−]?(?:{_PLAIN_ATOM}{_PLAIN_OP})*"
-                         rf"(?={_PLAIN_CORE_RE}$)")
-_PLAIN_RIGHT = re.compile(rf"(?:{_PLAIN_OP}{_PLAIN_ATOM})*")
-_WIDEN = 120                                       # characters a plain expression may extend
-
-
-def _value_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every value in prose, in order: plain-text expressions (`2*sqrt(2)`,
-    `pi/2`) and numbers outside them."""
-    spans: list[tuple[int, int]] = []
-    unread: list[tuple[int, int]] = []           # too long to read whole: no value in there
-    for m in _PLAIN_CORE.finditer(text):
-        if spans and m.start() < spans[-1][1] or unread and m.start() < unread[-1][1]:
-            continue
-        lo = max(0, m.start() - _WIDEN)
-        left = _PLAIN_LEFT.search(text, lo, m.end())     # ends where the core starts
-        right = _PLAIN_RIGHT.match(text, m.end(), min(len(text), m.end() + _WIDEN))
-        start = min(left.start(), m.start()) if left else m.start()
-        if (start == lo > 0 and left and left.start() < m.start()) \
-                or right.end() == m.end() + _WIDEN:
-            unread.append((m.start(), m.end()))   # longer than the window: not read in part
-            continue
-        if spans and start < spans[-1][1]:
-            start = spans[-1][1]
-        spans.append((start, right.end()))
-    plain = sorted(spans + unread)
-    starts = [a for a, _ in plain]
-    for m in _NUMBER.finditer(text):
-        k = bisect.bisect_right(starts, m.start()) - 1
-        if k < 0 or m.start() >= plain[k][1]:
-            spans.append((m.start(), m.end()))
-    return sorted(spans)
-
-
-_FUNC_WORD = re.compile(rf"(?<![A-Za-z\\]){_FUNC}(?=\s*\()|(?<![A-Za-z\\])pi(?![A-Za-z])")
 _OPTION = re.compile(r"(?<![\w\\])\(([A-J])\)\s*")
 _LIST_CONT = re.compile(r"^\s*(?:,|/|\bor\b|\band\b|&|\bou\b|\bo\b|\boder\b|или|或)\s*")
 _LETTER = re.compile(r"(?<![\w\\])\(?([A-J])\)?(?![\w'])")
-
-
-def _boxes(text: str) -> list[tuple[int, int, str]] | None:
-    """(start, end, content) of every box (`parser.boxes`); None when the text ends inside one:
-    a truncated answer, which has no final answer."""
-    found = boxes(text)
-    if found and not found[-1].closed:
-        return None
-    return [(b.start, b.end, b.content) for b in found]
 
 
 def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
     """Several candidates -> the distinct ones that stand, after self-corrections."""
     if not cands:
         return []
-    cands = cands[-_MAX_CANDIDATES:]
     for k in range(len(cands) - 1, 0, -1):
         gap = text[cands[k - 1][1]:cands[k][0]]
-        if _key(cands[k - 1][2]) != _key(cands[k][2]) and CORRECTION.search(gap) \
-                and not DOUBT.search(gap):
+        if CORRECTION.search(gap) and not DOUBT.search(gap) \
+                and _key(cands[k - 1][2]) != _key(cands[k][2]):
             cands = cands[k:]
             break
+    distinct = list(dict.fromkeys(value for _, _, value in cands))   # copies read once
+    if sum(map(len, distinct)) > MAX_ANSWER_CHARS:
+        return [" | ".join(distinct)]             # together one answer, too large to read
     seen, out = set(), []
-    for _, _, value in cands:
+    for value in distinct:
         k = _key(value)
         if k and k not in seen:
             seen.add(k)
@@ -158,9 +101,10 @@ def _choose(cands: list[tuple[int, int, str]], text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(value: str) -> str:
     """What tells candidates apart: the normalised value, or the raw text of one too large to
-    normalise (`too_big`: it is refused later, unread)."""
+    normalise (`too_big`: it is refused later, unread); cached, as copies repeat."""
     return key(value) if too_big(value) else key(normalize(value))
 
 
@@ -232,6 +176,8 @@ def _leading_numbers(clause: str) -> str | None:
 
 def _group_close(s: str) -> int:
     """Index of the first `}` that closes a group opened before `s` (len(s) when none does)."""
+    if "}" not in s:
+        return len(s)
     depth, k = 0, 0
     while k < len(s):
         if s[k] == "\\":
@@ -304,33 +250,18 @@ def _strip_units(s: str) -> str:
                   r"days?|years?|units?|degrees?|and|or|pages?)\b", "", s, flags=re.I)
 
 
-def _json_answers(text: str) -> list[tuple[int, int, str]]:
-    """Answers held by a JSON object's `answer` / `final_answer` field, as the JSON says them
-    (strings unescaped, lists joined); a value that is not JSON counts as no answer here."""
-    out = []
-    for m in list(_JSON_KEY.finditer(text))[-_MAX_STATEMENTS:]:
-        try:
-            value, end = _JSON.raw_decode(text[m.end():m.end() + 2000])
-        except ValueError:
-            continue
-        if isinstance(value, list):
-            value = ", ".join(str(v) for v in value)
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
-                and str(value).strip():
-            out.append((m.start(), m.end() + end, str(value).strip()))
-    return out
-
-
 def _statements(text: str, mc: bool) -> list[tuple[int, int, str]]:
     out = _json_answers(text) if '"' in text else []
     inside = [(a, b) for a, b, _ in out]
-    for m in list(_MARKER.finditer(text))[-_MAX_STATEMENTS:]:
+    for m in _MARKER.finditer(text):
         if any(a <= m.start() < b for a, b in inside):
             continue                              # the key of a JSON answer, read above
-        rest = text[m.end():]
+        rest = text[m.end():m.end() + 1000]       # a statement reads at most 600 of these
         if _MARKER.match(rest.lstrip(" :*")):
             continue                              # "Answer: Answer: 42": the next one reads it
         value = _statement_value(rest, mc)
+        if value and not mc:
+            value = rejection_removed(value)
         if value:
             out.append((m.start(), m.end(), value))
     return sorted(out)
@@ -469,15 +400,30 @@ def _fallback(span: str, mc: bool, text_gold: bool) -> str | None:
         if hidden:
             return hidden
         words = _prose_words(_strip_units(bare))
-        if words == 0 or (text_gold and not re.search(r"\d", bare) and words <= 6):
+        if (words == 0 and "?" not in bare) or (text_gold and not re.search(r"\d", bare) and words <= 6):
             return bare
     tail = span[-_FALLBACK_CHARS:]
     if mc:
         letters = [m for m in _LETTER.finditer(tail)
                    if not re.match(r"\s+[a-z]", tail[m.end():m.end() + 2])
                    or m.group(1) not in "AI"]
-        return letters[-1].group(1) if letters else None
+        return _letters_joined(tail, letters) if letters else None
     return _conclusion(tail)
+
+
+_LETTER_JOIN = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|"
+                          r"\bprobably\b|\s)*\s*\(?$", re.I)
+
+
+def _letters_joined(text: str, letters: list) -> str:
+    """The last letter written, with the letters listed or offered right before it ("B,
+    possibly C" reads B or C: a hedge)."""
+    k = len(letters) - 1
+    while k and _LETTER_JOIN.fullmatch(text, letters[k - 1].end(), letters[k].start()) \
+            and re.search(r"[,/&]|\b(?:or|and|maybe|perhaps|possibly|probably)\b",
+                          text[letters[k - 1].end():letters[k].start()], re.I):
+        k -= 1
+    return " or ".join(m.group(1) for m in letters[k:])
 
 
 def _hidden_values(bare: str) -> str | None:
@@ -489,41 +435,13 @@ def _hidden_values(bare: str) -> str | None:
     return " or ".join(values) if len(values) > 1 else None
 
 
-_JOINER = re.compile(r"\b(?:and|or)\b|,|;")
-
-
-def gold_boxes(text: str) -> list[str]:
-    r"""The boxes a gold answer's final answer is made of: the last box, and the boxes before it
-    that join it -- fewer than 10 characters apart, or fewer than 70 with "and", "or", "," or
-    ";" between them (math-verify's rule for several boxes). `\boxed{1}\boxed{2}` and
-    "\boxed{1} papers and \boxed{2} bins" are both parts; in "\boxed{1} no no no no no
-    \boxed{2}" the first box is an intermediate result. Completions are read differently: their
-    boxes are all candidates (a hedge when they differ).
-
-    >>> gold_boxes(r"\boxed{1} papers and \boxed{2} bins")
-    ['1', '2']
-    >>> gold_boxes(r"\boxed{1}; doubled this is \boxed{2}. Halved again: \boxed{1}")
-    ['1']
-    """
-    text = text[-MAX_SCAN_CHARS:]
-    found = _boxes(text)
-    if not found:
-        return []
-    out = [found[-1]]
-    for prev in reversed(found[:-1]):
-        gap = text[prev[1]:out[-1][0]]
-        if not (len(gap) < 10 or (len(gap) < 70 and _JOINER.search(gap)
-                                  and key(prev[2]) != key(out[-1][2]))):
-            break
-        out.append(prev)
-    return [b[2] for b in reversed(out)]
-
-
-def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | None:
+def find_final(span: str, mc: bool = False, text_gold: bool = False,
+               trusted: bool = False) -> Found | None:
     r"""The final answer in an answer span, or None when nothing can be read.
 
     `mc=True` reads multiple-choice letters from statements and prose; `text_gold=True` accepts
-    a short bare phrase as the answer (the gold is a word answer such as "Evelyn").
+    a short bare phrase as the answer (the gold is a word answer such as "Evelyn"); `trusted`
+    (a gold solution) reads the last answer as stated, without weighing the words around it.
 
     >>> find_final(r"so \boxed{2}. Wait, actually \boxed{3}.").parts
     ('3',)
@@ -532,8 +450,8 @@ def find_final(span: str, mc: bool = False, text_gold: bool = False) -> Found | 
     >>> find_final("Réponse : Janeth paiera 220 $ dans 12 mois.").parts
     ('220',)
     """
-    text = _EMPTY_TAG.sub(" ", _without_end_tokens(span[-MAX_SCAN_CHARS:]))
-    return _find(text, mc, text_gold)
+    text = _EMPTY_TAG.sub(" ", _without_end_tokens(unicode_math(span[-MAX_SCAN_CHARS:])))
+    return _find(text, mc, text_gold, trusted)
 
 
 def _without_end_tokens(text: str) -> str:
@@ -549,15 +467,10 @@ def _without_end_tokens(text: str) -> str:
         end = found = end - len(token)
 
 
-def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
+def _find(text: str, mc: bool, text_gold: bool, trusted: bool = False) -> Found | None:
     tags = [(a, b, c.strip()) for a, b, c in tag_blocks(text) if c.strip()]
     if tags:
-        parts: list[str] = []
-        for content in _choose(tags, text):
-            inner = find_final(content, mc, text_gold)
-            parts += list(inner.parts) if inner else []
-        parts = list({_key(p): p for p in reversed(parts)}.values())[::-1]
-        return Found(tuple(parts), "answer_tag") if parts else None
+        return _standing(tags, text, mc, text_gold, "answer_tag", trusted)
     heading = None
     for heading in _FINAL_HEADING.finditer(text):
         pass
@@ -567,10 +480,120 @@ def _find(text: str, mc: bool, text_gold: bool) -> Found | None:
         if found is None:
             return None                           # the text ends inside a box: truncated
         if found:
-            return Found(tuple(_hidden_values(b) or b for b in _choose(found, region)),
-                         "boxed")
+            return _standing(found, region, mc, text_gold, "boxed", trusted)
         statements = _statements(region, mc)
         if statements:
-            return Found(tuple(_choose(statements, region)), "statement")
+            return _standing(statements, region, mc, text_gold, "statement", trusted)
     value = _fallback(text, mc, text_gold)
-    return Found((value,), "last_value") if value else None
+    if not value:
+        return None
+    at = text.rfind(value)
+    if at >= 0 and denials(text)(at, at + len(value)):
+        return Found((), "last_value", "the only answer stated is negated or questioned")
+    return Found((value,), "last_value")
+
+
+# an answer line after a box or tag, in another notation: it is a later statement
+_LATER_MARKER = re.compile(r"####|\*\*\s*(?:final\s+)?answer|(?:^|\n)\s*(?:final\s+)?answer\s*[:：]"
+                           r"|\b(?:the\s+)?(?:correct\s+|final\s+)answer\b|\bthe\s+answer\s+is\b",
+                           re.I)
+
+
+# "the answer is correct": a verdict on the answer, not another one
+_EVALUATION = re.compile(r"(?:correct|right|wrong|incorrect|confirmed|verified|valid|consistent|"
+                         r"indeed|reasonable|plausible|the\s+same|unchanged|as\s+above)\b", re.I)
+
+
+def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str,
+              trusted: bool = False) -> Found:
+    """The answer that stands among `cands` (tags, boxes or statements, in order): denied ones
+    dropped, later answer lines in another notation added, self-corrections applied, then what
+    the text after the last one does to it (`standing.after`)."""
+    if trusted:
+        return Found(tuple(_values(_choose(cands, text), mc, text_gold, source)), source)
+    denied, later = denials(text), False
+    kept = [c for c in cands if not _denied(denied, text, c, source)]
+    if kept and source != "statement":
+        last = kept[-1][1]
+        for c in _statements(text[last:], mc):
+            c = (c[0] + last, c[1] + last, c[2])
+            if _LATER_MARKER.match(text, c[0]) and not _EVALUATION.match(c[2]) \
+                    and not _denied(denied, text, c, "statement"):
+                kept.append(c)
+                later = True
+    if not kept:                                  # "Is it \boxed{12}? No, it's 13."
+        end = _value_end(text, cands[-1], source)
+        stop = HARD_END.search(text, end)         # its own sentence gives its reasons
+        value = _read_value(text[stop.end():], mc) if stop else None
+        if value:
+            return Found((value,), "last_value")
+        return Found((), source, "the only answer stated is negated or questioned")
+    values = _values(_choose(kept, text), mc, text_gold, source)
+    if not values:
+        return Found((), source, "empty answer")
+    tail = text[_value_end(text, kept[-1], "statement" if later else source):]
+    change = after(tail, lambda seg: _read_value(seg, mc), lambda v: _same(values, v, mc))
+    if change.action == "retract" and len(values) == 1:
+        return Found((), source, change.reason)
+    if change.action == "replace":
+        return Found((change.value,), source)
+    if change.action == "hedge":
+        return Found(tuple(values) + (change.value,), source)
+    return Found(tuple(values), source)
+
+
+def _values(chosen: list[str], mc: bool, text_gold: bool, source: str) -> list[str]:
+    if source != "answer_tag":
+        return [_hidden_values(v) or v for v in chosen] if source == "boxed" else chosen
+    parts: list[str] = []
+    for content in chosen:
+        inner = find_final(content, mc, text_gold)
+        parts += list(inner.parts) if inner else []
+    return list({_key(p): p for p in reversed(parts)}.values())[::-1]
+
+
+def _value_end(text: str, cand: tuple, source: str) -> int:
+    """Where the stated value ends: a box's or tag's end; for a statement, its value's end
+    when written as read, else its clause's end."""
+    if source != "statement":
+        return cand[1]
+    at = text.find(cand[2], cand[1], cand[1] + 600)
+    if at >= 0:
+        return at + len(cand[2])
+    m = _CLAUSE_END.search(text, cand[1], cand[1] + 600)
+    return m.start() if m else min(len(text), cand[1] + 600)
+
+
+def _denied(denied, text: str, cand: tuple, source: str) -> bool:
+    end = _value_end(text, cand, source)
+    if source == "statement":
+        if re.match(r"(?:not|never)\b", cand[2], re.I):
+            return True
+        at = text.find(cand[2], cand[1], cand[1] + 600)
+        return denied(at if at >= 0 else cand[1], end)
+    return denied(cand[0], end)
+
+
+def _read_value(seg: str, mc: bool) -> str | None:
+    """The value a stretch of text after an answer concludes with: its last answer statement,
+    else its last value (a letter for multiple choice)."""
+    seg = seg[-_FALLBACK_CHARS:]
+    statements = _statements(seg, mc)
+    if statements:
+        return statements[-1][2]
+    if mc:
+        letters = [m for m in _LETTER.finditer(seg)
+                   if not re.match(r"\s+[a-z]", seg[m.end():m.end() + 2]) or m.group(1) not in "AI"]
+        return letters[-1].group(1) if letters else None
+    return _conclusion(seg)
+
+
+def _same(values: list[str], value: str, mc: bool) -> bool:
+    """Does `value` state what `values` state (the fast comparison, no sympy)?"""
+    if mc:
+        return {m.group(1) for v in values for m in _LETTER.finditer(v)} == \
+            {m.group(1) for m in _LETTER.finditer(value)}
+    if any(_key(v) == _key(value) for v in values):
+        return True
+    mine = Answer(tuple(it for v in values for it in split_answer(v).items))
+    return decide(mine, split_answer(value)).equal is True

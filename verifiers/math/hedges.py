@@ -16,7 +16,8 @@ __all__ = ["ALT_START", "ALT_WORD", "CORRECTION", "DOUBT", "HARD_END", "HIDING",
 CORRECTION = re.compile(
     r"\b(?:wait|actually|oops|hmm+|no,|correction|mistake|wrong|incorrect|re-?check\w*|"
     r"reconsider\w*|re-?evaluat\w*|on second thought|however|but|instead|rather|rule[sd]? (?:it|this|that|them) out|"
-    r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error)\b"
+    r"let me (?:check|verify|redo|recompute|re-?calculate)|not correct|error|scratch that|"
+    r"off by one|miscount\w*|miscalculat\w*|mis-?add\w*|typo)\b"
     r"|等等|不对|错了|其实|attendez|en fait|espera|eigentlich", re.I)
 HARD_END = re.compile(r"(?<!\.)\.(?=\$*(?:\s|$))(?!\d)|[!?。\n]")
 _GAP_WORD = re.compile(r"[^\W\d_]+|[—–]|-{2,}|[,;/&()]|\\text\{\s*(?:or|and)\s*\}", re.U)

@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .notation import choose_to_binom, degree_angles, plain_to_latex, repeating_decimals
+from .notation import (choose_to_binom, degree_angles, plain_to_latex, presentation,
+                       real_odd_roots, repeating_decimals, unicode_math)
 
 __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_digits",
            "is_text", "is_label", "key", "too_big", "MAX_ANSWER_CHARS", "MAX_ANSWER_DEPTH"]
@@ -26,7 +27,8 @@ __all__ = ["Item", "Answer", "normalize", "split_answer", "parse_number", "base_
 # --------------------------------------------------------------------------- wrappers
 
 _TEXT_CMDS = re.compile(r"\\(?:boxed|fbox|text(?:normal|bf|it|rm|sf|tt)?|mathrm|mathbf|mathit|mathsf|"
-                        r"textsc|mbox|operatorname|emph|boldsymbol|bm|mathbb(?=\{[^R]))\s*\{")
+                        r"textsc|mbox|operatorname|emph|boldsymbol|bm|pmb|underline|smash(?:\[[a-z]\])?|textup|hbox|"
+                        r"mathbb(?=\{[^R]))\s*\{")
 _DROP = [
     (re.compile(r"\\[hv]?phantom\s*\{[^{}]*\}"), " "),      # invisible: not part of the answer
     (re.compile(r"\\\$"), ""), (re.compile(r"\$"), ""),
@@ -70,6 +72,11 @@ _UNIT_WORDS = (
     "percent|points?|mpg|each|per|and")
 _UNITS_TAIL = re.compile(rf"(?<=[\d}}.)])\s*(?:\\?\s*(?:{_UNIT_WORDS})\b(?:\s*\^\s*\{{?[23]\}}?)?"
                          rf"\.?\s*)+$")
+# a number in scientific notation followed by its unit (`1.6e-19 C`, `6.02\times10^{23} mol^{-1}`)
+_SCI_UNIT = re.compile(r"^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+|\s*\\times\s*10\s*\^\s*\{?[+-]?\d+\}?))"
+                       r"\s*[A-Za-zμΩÅ][A-Za-zμΩÅ\s/.\\^{}\-\d]{0,20}$")
+# a whole answer in markdown bold: `**C**`, `__42__`
+_MARKDOWN_BOLD = re.compile(r"^\*\*\s*([^*]+?)\s*\*\*[.:;]?$|^__\s*([^_]+?)\s*__[.:;]?$")
 _ELLIPSIS = re.compile(r"((?:^|,)\s*)(?:\.{3,}|…)(?=\s*(?:,|$))")
 _CURRENCY = re.compile(r"€|£|¥|₹|\bUSD\b|\bRs\.?(?=\s*\d)|\bEUR\b")
 
@@ -106,7 +113,8 @@ def normalize(s: str) -> str:
     >>> normalize(r"90^\circ"), normalize(r"50\%"), normalize(r"125\textnormal{ miles}")
     ('90', '50', '125')
     """
-    s = repeating_decimals(_unwrap_text(s.strip()))
+    s = _MARKDOWN_BOLD.sub(lambda m: m.group(1) or m.group(2), s.strip())
+    s = repeating_decimals(_unwrap_text(presentation(unicode_math(s))))
     for pattern, repl in _DROP:
         s = pattern.sub(repl, s)
     s = degree_angles(s)
@@ -118,6 +126,7 @@ def normalize(s: str) -> str:
     s = re.sub(r"\\sqrt\s*\(([^()]*)\)", r"\\sqrt{\1}", s)
     if len(s) <= _PLAIN_MAX_CHARS:             # longer answers are refused later anyway
         s = plain_to_latex(s)
+    s = real_odd_roots(s)
     s = re.sub(r"\s+", " ", s).strip()
     s = _ELLIPSIS.sub(r"\1\\ldots", s)         # `1, 2, 3, ...`: the dots are a list element
     s = _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
@@ -127,6 +136,7 @@ def normalize(s: str) -> str:
     s = s.rstrip(" .;:")
     s = re.sub(r"\\,", " ", s)
     s = _UNITS_TAIL.sub("", s).strip() if re.search(r"\d", s) else s
+    s = _SCI_UNIT.sub(r"\1", s)
     s = re.sub(r"\s*(\\?[{}()\[\],=+\-/^_])\s*", r"\1", s)   # spaces around punctuation
     if "," not in s:
         s = _strip_outer_braces(s)               # {{5}} -> 5 (a set needs commas or \{)
@@ -311,8 +321,15 @@ class Answer:
 _OPEN, _CLOSE = "([{", ")]}"
 _SEP = re.compile(r",\s*(?:and|or)\s+|,|;|\\\\|\s+(?:and|or)\s+|(?<=[)\]}])(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])|(?<=[\d)\]}])(?:and|or)(?=[A-Za-z(\[{\\])|"
                   r"\s+(?:und|oder|et|ou|и|или)\s+|\s*(?:和|或|及)\s*")
+# a probability or an expectation named on the left: `P(X=3)`, `\Pr(A)`, `E[X]`, `\mathbb{P}(A)`
+_PROBABILITY = re.compile(r"(?:P|Pr|\\Pr|E|\\mathbb\{[PE]\}|\\operatorname\{(?:P|Pr|E)\})\s*"
+                          r"(?:\([^()]{1,40}\)|\[[^\[\]]{1,40}\])")
+
+
 def is_label(lhs: str) -> bool:
     r"""Is `lhs` a name (`x`, `a_{37}`, `(p,q)`, `f(x)`, `|AB|`, `\frac{NO}{BO}`, `A:B`)?"""
+    if _PROBABILITY.fullmatch(lhs.strip()):
+        return True                               # P(X=3), E[X], \Pr(A \mid B)
     core = re.sub(r"_\{[^{}]*\}|_\w|\^\{?'+\}?", "", lhs.strip())
     if re.fullmatch(r"\\[a-zA-Z]+", core):
         return True                               # \alpha
@@ -427,6 +444,9 @@ def _item(text: str) -> Item:
     if approx is rel[0] and not is_label(lhs):
         return Item(lhs)                          # exact value, then its approximation
     if is_label(lhs):
+        single = _set_braces(rhs) if rel[0].group(0) == "\\in" and rhs.startswith("\\{") else None
+        if single and len(_top_level_split(single)) == 1:
+            rhs = single                          # x \in \{3\} says x = 3
         return Item(rhs, lhs.replace(" ", ""))
     if not _free_letters(lhs) and rel[-1].group(0) == "=":
         if len(rel) == 1 and is_label(rhs):
@@ -451,8 +471,10 @@ def _labelled_groups(s: str) -> list[str] | None:
     return out
 
 
-def split_answer(raw: str) -> Answer:
-    r"""Normalise `raw` and split it into its values.
+def split_answer(raw: str, set_is_list: bool = False) -> Answer:
+    r"""Normalise `raw` and split it into its values. A set literal of one element is a set
+    (`\{3\}` is not 3, `\{\emptyset\}` is not `\emptyset`) unless `set_is_list` (the task
+    asks for all solutions, so the set lists them); of several elements, it is their list.
 
     >>> [i.text for i in split_answer(r"x = 1 \text{ or } x = -2").items]
     ['1', '-2']
@@ -469,6 +491,9 @@ def split_answer(raw: str) -> Answer:
         return Answer(tuple(Item(g) for g in grouped), False, raw)
     inner = _set_braces(s)
     if inner is not None and inner.strip():
+        if s.startswith("\\{") and len(_top_level_split(inner)) == 1 \
+                and (not set_is_list or "\\emptyset" in inner or "\\{" in inner):
+            return Answer((Item(s),), False, raw)     # a singleton set, not its element
         s = inner
     pieces = _top_level_split(s) or ([s] if s else [])
     items: list[Item] = []

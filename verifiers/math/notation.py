@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["plain_to_latex", "repeating_decimals", "degree_angles", "choose_to_binom"]
+__all__ = ["plain_to_latex", "repeating_decimals", "degree_angles", "choose_to_binom",
+           "unicode_math", "presentation", "real_odd_roots"]
 
 # repeating decimals: `0.\overline{6}`, `0.\dot{6}`, `0.1\dot{4}2\dot{8}`, `0.\bar{3}`, and
 # `0.666\ldots` / `0.58333...` where the written digits show the repeating block
@@ -152,3 +153,60 @@ def plain_to_latex(s: str) -> str:
         else:
             s = head + _PLAIN_RENAME.get(name, "\\" + name) + "(" + arg + ")" + rest
     return s
+
+
+# Unicode maths as models type it: vulgar fractions (`½`, `3¾`), superscript exponents
+# (`10²³`, `x⁻¹`) and thin or no-break spaces between thousands (`1 000 000`)
+_VULGAR = {"½": "1/2", "⅓": "1/3", "⅔": "2/3", "¼": "1/4", "¾": "3/4", "⅕": "1/5",
+           "⅖": "2/5", "⅗": "3/5", "⅘": "4/5", "⅙": "1/6", "⅚": "5/6", "⅐": "1/7",
+           "⅛": "1/8", "⅜": "3/8", "⅝": "5/8", "⅞": "7/8", "⅑": "1/9", "⅒": "1/10"}
+_VULGAR_RE = re.compile(r"(\d?)\s*([" + "".join(_VULGAR) + "])")
+_SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+"))
+_SUPERSCRIPT_RE = re.compile("[" + "".join(_SUPERSCRIPT) + "]+")
+_NARROW_SPACE = re.compile(r"(?<=\d)[\u2009\u202f\u00a0\u2006](?=\d{3}(?!\d))")
+
+
+def unicode_math(s: str) -> str:
+    r"""`½` -> `\frac{1}{2}`, `3½` -> `3 1/2` (a mixed number), `10²³` -> `10^{23}`,
+    `1 000` (thin space) -> `1000`."""
+    if not s.isascii():
+        s = _NARROW_SPACE.sub("", s)
+        s = _VULGAR_RE.sub(_vulgar, s)
+        s = _SUPERSCRIPT_RE.sub(
+            lambda m: "^{" + "".join(_SUPERSCRIPT[c] for c in m.group(0)) + "}", s)
+        s = s.replace("⁄", "/")
+    return s
+
+
+def _vulgar(m: re.Match) -> str:
+    num, den = _VULGAR[m.group(2)].split("/")
+    return f"{m.group(1)} {num}/{den}" if m.group(1) else f"\\frac{{{num}}}{{{den}}}"
+
+
+# presentation commands: how an answer looks, never what it says
+_SIZE = re.compile(r"\\(?:tiny|scriptsize|footnotesize|small|normalsize|large|Large|LARGE|huge|"
+                   r"Huge|bf|it|rm|sf|tt|bfseries|mdseries|itshape|upshape)(?![a-zA-Z])\s*")
+_COLOR = re.compile(r"\\color\s*(?:\[[^\]]*\])?\s*\{[^{}]*\}|\\textcolor\s*(?:\[[^\]]*\])?"
+                    r"\s*\{[^{}]*\}|\\colorbox\s*\{[^{}]*\}")
+_WRAPPERS = re.compile(r"\\(?:underline|smash|hbox|textup|mathnormal|mathstrut|strut)"
+                       r"(?:\[[a-z]\])?(?![a-zA-Z])\s*")
+
+
+def presentation(s: str) -> str:
+    r"""`\color{red}{5}`, `\textcolor{red}{5}`, `\underline{5}`, `\smash[b]{5}`, `\large 5` -> `5`
+    (the braces left behind are stripped like any redundant group)."""
+    if "\\" not in s:
+        return s
+    return _WRAPPERS.sub("", _COLOR.sub("", _SIZE.sub("", s)))
+
+
+_ODD_ROOT = re.compile(r"\\sqrt\s*\[\s*(\d+)\s*\]\s*\{\s*-([^{}]*)\}")
+
+
+def real_odd_roots(s: str) -> str:
+    r"""`\sqrt[3]{-8}` -> `(-\sqrt[3]{8})`: an odd root of a negative number is the real root
+    (sympy's principal root of -8 is the complex 1 + i sqrt 3)."""
+    if "\\sqrt" not in s:
+        return s
+    return _ODD_ROOT.sub(lambda m: f"(-\\sqrt[{m.group(1)}]{{{m.group(2)}}})"
+                         if int(m.group(1)) % 2 else m.group(0), s)

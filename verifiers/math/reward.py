@@ -33,12 +33,18 @@ from rlvr.pool import WorkerPool, default_pool, in_pool_worker
 
 from ..parser import ThinkParser
 from .compare import Decision, decide
+from .domain import positive_names
+from .echo import written_back
 from .extract import find_final, gold_boxes
 from .normalize import Answer, is_text, parse_number, split_answer, too_big
 
 __all__ = ["MathReward", "GoldAnswer", "parse_gold", "symbolic_job", "VERSION"]
 
-VERSION = "3"
+VERSION = "4"
+# a task asking for every solution: a set of one element lists that one solution
+_ASKS_ALL = re.compile(r"\b(?:all\s+(?:the\s+)?(?:real\s+|complex\s+|possible\s+|integer\s+)*"
+                       r"(?:solutions?|values?|roots?|zeros?|numbers?)|solution\s+set|set\s+of\s+all|"
+                       r"separated\s+by\s+commas?)\b", re.I)
 _MC_GOLD = re.compile(r"^\(?([A-J])\)?$")
 _MC_LEAD = re.compile(r"^\s*(?i:answer|option|choice)?\s*[:：]?\s*\(?([A-J])\)?(?![\w'])")
 _MC_MORE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*\(?([A-J])\)?(?![\w'])")
@@ -59,8 +65,8 @@ def parse_gold(gold: str) -> GoldAnswer:
     """Gold strings as datasets store them: `72`, `$\\frac12$`, `\\boxed{..}`, `... #### 72`."""
     if "####" in gold:
         gold = gold.rsplit("####", 1)[1]
-    found = find_final(gold) if re.search(r"\\boxed|\\fbox|answer|<answer>", gold, re.I) \
-        else None
+    found = find_final(gold, trusted=True) \
+        if re.search(r"\\boxed|\\fbox|answer|<answer>", gold, re.I) else None
     parts = found.parts if found else (gold,)
     if found and found.source == "boxed" and len(parts) > 1:
         parts = gold_boxes(gold) or parts
@@ -106,6 +112,20 @@ def _restated(gold: str) -> Answer:
                   main.alternatives + other.readings())
 
 
+def question_text(task: Task) -> str:
+    """The task's question as written: `metadata['question']` (what the math environments
+    keep), else the prompt's user turns."""
+    q = task.metadata.get("question") if isinstance(task.metadata, dict) else None
+    if isinstance(q, str) and q:
+        return q
+    if isinstance(task.prompt, str):
+        return task.prompt
+    if isinstance(task.prompt, (list, tuple)):
+        return "\n".join(str(m.get("content", "")) for m in task.prompt
+                         if isinstance(m, dict) and m.get("role", "user") == "user")
+    return ""
+
+
 def _gold_text(answer) -> str:
     if isinstance(answer, (list, tuple)):
         return ", ".join(str(a) for a in answer)
@@ -130,9 +150,11 @@ def _mc_letters(part: str) -> list[str]:
 def symbolic_job(_ctx, item) -> Decision:
     """In a pool worker: the full (symbolic) decision for one (gold, pred) pair."""
     from .symbolic import GoldUnreadable, TooLarge, Unreadable, item_equal
-    gold, pred = item
+    from .symbolic import positive_symbols
+    gold, pred, positive = item if len(item) == 3 else (*item, frozenset())
     try:
-        d = decide(gold, pred, item_eq=item_equal)
+        with positive_symbols(positive):
+            d = decide(gold, pred, item_eq=item_equal)
     except GoldUnreadable as exc:
         return Decision(False, str(exc), GOLD_UNPARSEABLE)
     except TooLarge as exc:
@@ -164,15 +186,19 @@ def _inline_deadline(seconds: float):
         yield                  # not ours to set (another thread, a C-level handler), or moot
         return
 
+    armed = [True]
+
     def expire(_signum, _frame):
-        raise _TooSlow
+        if armed[0]:                  # a tick after the work ended (a loaded machine) is moot
+            raise _TooSlow
     start = time.monotonic()
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)    # re-fires until the work stops
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        armed[0] = False              # before any call: a tick raising here would leave the
+        signal.setitimer(signal.ITIMER_REAL, 0)      # timer re-firing with no handler left
         signal.signal(signal.SIGALRM, outer)
         if remaining:
             left = max(remaining - (time.monotonic() - start), 1e-3)
@@ -265,6 +291,8 @@ class MathReward(BaseReward):
         found = find_final(parsed.answer, mc=bool(gold.letter), text_gold=gold.is_text)
         if found is None:
             return Verdict(0.0, UNPARSED, reason="no final answer found")
+        if not found.parts:
+            return Verdict(0.0, UNPARSED, reason=found.refused or "no final answer found")
         big = next((why for p in found.parts if (why := too_big(p))), "")
         if big:
             return Verdict(0.0, OK, found.text[:200], big)
@@ -280,8 +308,12 @@ class MathReward(BaseReward):
                 return Verdict(0.0, OK, found.text, f"hedged: letters {', '.join(letters)}")
             ok = letters[0] == gold.letter
             return Verdict(float(ok), OK, found.text, "" if ok else f"{letters[0]} != {gold.letter}")
-        pred = _combine([split_answer(p) for p in found.parts])
-        return (gold.answer, pred, found.text)
+        question = question_text(task)
+        listing = bool(_ASKS_ALL.search(question))
+        pred = _combine([split_answer(p, set_is_list=listing) for p in found.parts])
+        if written_back(pred.items, gold.answer.items, question):
+            return Verdict(0.0, OK, found.text, "the question's expression written back")
+        return (gold.answer, pred, found.text, positive_names(question + " " + gold.text))
 
     def score_batch(self, tasks: Sequence[Task], completions: Sequence) -> list[Verdict]:
         if len(tasks) != len(completions):
@@ -310,9 +342,9 @@ class MathReward(BaseReward):
                 prep = self._prepare(task, completion)
                 if isinstance(prep, Verdict):
                     return prep
-                gold, pred, text = prep
+                gold, pred = prep[:2]
                 d = decide(gold, pred)
-                return prep if d.equal is None else _to_verdict(d, text)
+                return prep if d.equal is None else _to_verdict(d, prep[2])
         except _TooSlow:
             return Verdict(0.0, OK, reason=f"answer too costly to read: not read within "
                                            f"{self.deadline_s:g}s")
@@ -322,11 +354,11 @@ class MathReward(BaseReward):
     def _symbolic(self, pending, out, starts) -> None:
         """The comparisons the fast path left open; each gets what reading left of
         `deadline_s`, so reading and comparing together stay within it."""
-        jobs = [(gold, pred) for _, gold, pred, _, _ in pending]
+        jobs = [(gold, pred, positive) for _, gold, pred, _, positive, _ in pending]
         inline = self.symbolic == "inline" or (self.symbolic == "auto" and in_pool_worker())
         if inline:
             _warm_symbolic()
-            for (i, _, _, text, spent), job in zip(pending, jobs):
+            for (i, _, _, text, _, spent), job in zip(pending, jobs):
                 try:
                     with _inline_deadline(max(self.deadline_s - spent, 1e-3)):
                         decision = symbolic_job(None, job)
@@ -338,9 +370,9 @@ class MathReward(BaseReward):
                 out[i].latency_s = time.perf_counter() - starts[i]
             return
         pool = self._pool or default_pool()
-        left = max(self.deadline_s - max(p[4] for p in pending), 1e-3)
+        left = max(self.deadline_s - max(p[-1] for p in pending), 1e-3)
         outcomes = pool.map(symbolic_job, jobs, deadline_s=left)
-        for (i, _, _, text, _), o in zip(pending, outcomes):
+        for (i, _, _, text, _, _), o in zip(pending, outcomes):
             if o.status == "ok":
                 out[i] = _to_verdict(o.value, text)
             elif o.status == "timeout":

@@ -17,11 +17,13 @@ to a constant factor; tuples never turned into intervals that sympy would empty.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import math
 import random
 import re
+from contextlib import contextmanager
 
 import sympy
 from sympy import (Eq, Expr, FiniteSet, Float, I, Interval, MatrixBase, Rational, Set, Symbol,
@@ -36,7 +38,7 @@ from .latex_lite import parse_lite
 from .normalize import parse_number
 
 __all__ = ["Unreadable", "TooLarge", "GoldUnreadable", "to_sympy", "gold_sympy", "item_equal",
-           "MAX_CHARS", "MAX_DEPTH"]
+           "positive_symbols", "MAX_CHARS", "MAX_DEPTH"]
 
 MAX_CHARS = 1_000
 MAX_DEPTH = 12
@@ -362,30 +364,89 @@ def _expr_equal(a: Expr, b: Expr) -> bool:
     symbols = a.free_symbols | b.free_symbols
     if not symbols:
         return _values_equal(a, b, approx)
-    va = _samples(a, symbols)          # over both sides' symbols: sin^2 x + cos^2 x = 1
-    vb = _samples(b, symbols)
-    pairs = [(x, y) for x, y in zip(va, vb) if x is not None and y is not None]
-    if len(pairs) >= 3:
-        tol = 1e-6 if approx else 1e-25
-        return all(_close(x, y, tol) for x, y in pairs)
+    tol = 1e-6 if approx else 1e-25
+    pairs = 0
+    for point in _points(sorted(symbols, key=lambda s: s.name), _shape(a, b)):
+        x = _value_at(a, point)                   # over both sides' symbols: sin^2 + cos^2 = 1
+        y = _value_at(b, point) if x is not None else None
+        if x is None or y is None:
+            continue
+        if not _close(x, y, tol):
+            return False                          # one point where they differ is enough
+        pairs += 1
+    if pairs >= 3:
+        return True
     return sympy.simplify(a - b) == 0
 
 
-def _samples(e: Expr, symbols, n: int = 5) -> list:
-    """Values of `e` at n seeded random points (None where undefined): a polynomial identity
-    test, reproducible run to run. Points are positive so that sqrt(x^2) = x style forms the
-    policy accepts for positive quantities agree."""
+# Where identities are tested: every real regime (around one, around zero, large; each on both
+# sides of zero) and, where both sides are analytic, complex points -- an expression that agrees
+# with the gold only for positive (or only large) values is a different answer. A symbol the
+# task or the gold declares positive (`x > 0`) is sampled on the positive side only. Large
+# values are left out where a variable sits in an exponent (`x^{x^x}` at 10^5 never ends).
+_REGIMES = ((11, 23, 11, 17), (-23, -11, 11, 17), (1, 3, 7, 11), (-3, -1, 7, 11),
+            (10**4, 10**7, 1, 3), (-10**7, -10**4, 1, 3))
+_NOT_ANALYTIC = (sympy.Abs, sympy.sign, sympy.Max, sympy.Min, sympy.floor, sympy.ceiling,
+                 sympy.re, sympy.im, sympy.arg, sympy.conjugate, sympy.Piecewise,
+                 sympy.Heaviside, sympy.frac)
+_POSITIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("positive",
+                                                                      default=frozenset())
+
+
+@contextmanager
+def positive_symbols(names):
+    """Sample the named symbols on the positive side only (a domain the task states)."""
+    token = _POSITIVE.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _POSITIVE.reset(token)
+
+
+def _shape(*exprs) -> tuple[bool, bool]:
+    """(analytic, tower): no |x|, max, floor ... on either side; a variable in an exponent."""
+    analytic = not any(e.has(*_NOT_ANALYTIC) for e in exprs)
+    tower = any(p.exp.free_symbols for e in exprs for p in e.atoms(sympy.Pow)) or \
+        any(f.args[0].free_symbols for e in exprs for f in e.atoms(sympy.exp))
+    return analytic, tower
+
+
+def _points(syms, shape: tuple[bool, bool], n: int = 6) -> list[dict]:
+    """n seeded points over the real line (each size regime on both sides of zero, the signs
+    of the symbols in every combination for the first two), then a complex point when both
+    sides are analytic; reproducible."""
+    analytic, tower = shape
     rng = random.Random(1234)
-    syms = sorted(symbols, key=lambda s: s.name)
+    positive = _POSITIVE.get()
+    sizes = 2 if tower else 3                     # _REGIMES pairs: around 1, around 0, large
     out = []
-    for _ in range(n):
-        point = {s: Rational(rng.randint(11, 23), rng.randint(11, 17)) for s in syms}
-        try:
-            v = sympy.N(e.subs(point), _PRECISION)
-            out.append(complex(v) if v.is_number and v.is_finite is not False else None)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
-            out.append(None)
+    for k in range(n):
+        point = {}
+        for j, s in enumerate(syms):              # sign from bit j of k: every sign pattern
+            negative = (k >> j) & 1 and s.name not in positive
+            lo, hi, dlo, dhi = _REGIMES[2 * ((k + j) % sizes) + negative]
+            point[s] = Rational(rng.randint(lo, hi), rng.randint(dlo, dhi))
+        out.append(point)
+    if analytic and not positive & {s.name for s in syms}:
+        out.append({s: Rational(rng.randint(-23, 23), rng.randint(11, 17))
+                    + I * Rational(rng.randint(1, 23), rng.randint(11, 17)) for s in syms})
     return out
+
+
+def _value_at(e: Expr, point: dict) -> complex | None:
+    """`e` at `point`, numerically (never builds `(1+1/n)^n` exactly); None where undefined."""
+    try:
+        v = e.evalf(_PRECISION, subs=point)
+        ok = v.is_number and v.is_finite is not False and not v.has(sympy.nan, sympy.zoo)
+        return complex(v) if ok else None
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def _samples(e: Expr, symbols, n: int = 4) -> list:
+    """Values of `e` at n real sample points (None where undefined)."""
+    syms = sorted(symbols, key=lambda s: s.name)
+    return [_value_at(e, p) for p in _points(syms, (False, True), n)]
 
 
 def _close(x: complex, y: complex, tol: float) -> bool:
