@@ -15,7 +15,7 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .hf_adapter import cache_kwarg, repeat_rows, returned_cache, select_rows
+from .hf_adapter import cache_kwarg, preallocate, repeat_rows, returned_cache, select_rows
 from .prefix import SharedPrefix, one_pass, prompt_forward
 from .prompts import tool_prompt
 
@@ -322,6 +322,7 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
     (measured here, where the distribution already exists, it spares the trainer a forward)."""
     device = logits.device
     cache_kw = cache_kwarg(model)
+    preallocate(cache, max_new)      # each step writes one column instead of copying the cache
     # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
     # is the only synchronisation (GPU kernels queue ahead otherwise).
     active = list(range(logits.size(0)))
