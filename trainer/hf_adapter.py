@@ -20,7 +20,7 @@ from torch import nn
 
 __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "cache_kwarg",
            "returned_cache", "repeat_rows", "select_rows", "copy_cache", "preallocate",
-           "cache_tensors",
+           "join_rows", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
            "layer_call_cache",
            "attention_implementation", "decoder_layers", "layer_index"]
@@ -92,6 +92,27 @@ def preallocate(cache, room: int) -> None:
         if type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel():
             layer.__class__ = _preallocated_layer()
             layer.reserve(room)
+
+
+def join_rows(cache, keep: torch.Tensor, trim: int, other, room: int) -> None:
+    """In place: `cache` becomes its rows `keep` (their first `trim` positions dropped) above
+    `other`'s rows, both right-aligned to a common width (the shorter left-padded with zeros,
+    which the caller's attention mask hides), with room for `room` more positions. Refuses
+    layers other than plain growing ones (a sliding window's positions do not line up)."""
+    from transformers.cache_utils import DynamicLayer
+    for la, lb in zip(cache.layers, other.layers):
+        if not (isinstance(la, DynamicLayer) and type(lb) in (DynamicLayer, _preallocated_layer())
+                and type(la) in (DynamicLayer, _preallocated_layer())):
+            raise ValueError(f"cannot join rows of {type(la).__name__} cache layers")
+        for name in ("keys", "values"):
+            a, b = getattr(la, name)[keep][..., trim:, :], getattr(lb, name)
+            width = max(a.size(-2), b.size(-2))
+            buf = a.new_zeros((a.size(0) + b.size(0), a.size(1), width + room, a.size(-1)))
+            buf[:a.size(0), :, width - a.size(-2):width] = a
+            buf[a.size(0):, :, width - b.size(-2):width] = b
+            setattr(la, "_" + name, buf)
+            setattr(la, name, buf[..., :width, :])
+        la.__class__ = _preallocated_layer()
 
 
 @functools.cache

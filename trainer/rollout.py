@@ -183,17 +183,24 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
                                     tokenizer.pad_token_id, temperature, top_p, greedy)
         for k, seq in enumerate(seqs):
             g = start + k // group_size
-            stop = next((i for i, tok in enumerate(seq) if tok in eos), None)
-            ids_k = seq[:stop + 1] if stop is not None else seq[:max_new_tokens]
-            text = tokenizer.decode(ids_k[:-1] if stop is not None else ids_k,
-                                    skip_special_tokens=True)
+            completion = to_completion(tokenizer, seq, eos, max_new_tokens)
+            ids_k = completion.token_ids
             out.tasks.append(tasks[g])
             out.prompt_ids.append(prompts[g])
             out.completion_ids.append(ids_k)
-            out.completions.append(Completion(text, ids_k, "stop" if stop is not None else "length"))
+            out.completions.append(completion)
             if measure:
                 out.token_entropy.append(entropies[k][:len(ids_k)])
     return out
+
+
+def to_completion(tokenizer, seq: list[int], eos: set[int], max_new: int) -> Completion:
+    """A sampled token sequence cut after its first EOS (kept, finish reason `stop`) or at
+    `max_new` tokens (`length`); its text without the EOS."""
+    stop = next((i for i, tok in enumerate(seq) if tok in eos), None)
+    ids = seq[:stop + 1] if stop is not None else seq[:max_new]
+    text = tokenizer.decode(ids[:-1] if stop is not None else ids, skip_special_tokens=True)
+    return Completion(text, ids, "stop" if stop is not None else "length")
 
 
 def left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
