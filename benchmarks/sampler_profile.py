@@ -5,10 +5,13 @@ Two workloads on SmolLM2-135M-Instruct (float32, CPU, the main job's chat prompt
 think block, T = 0.7, <= 64 tokens):
 
   rollout   the main job's step: 4 prompts x 8 completions, one `generate` call
-  eval      `rlvr eval`'s sampling: n = 32 on 8 held-out tasks (`--eval-tasks-per-call` tasks
-            per sampler call; today's `rlvr eval` default batch of 64 is 2)
+  eval      `rlvr eval`'s sampling: n = 32 on 8 held-out tasks, through `rlvr eval`'s sampler
+            (continuous batching, `--batch-size` rows)
 
-    taskset -c 0 env OMP_NUM_THREADS=1 python benchmarks/sampler_profile.py
+`--before`: the sampler as it was (a concatenated KV cache; eval two tasks per call, each call
+decoded until its last row finishes).
+
+    taskset -c 0 env OMP_NUM_THREADS=1 python benchmarks/sampler_profile.py [--before]
 
 Self CPU time of every aten op under `torch.profiler`, grouped; "rest" is wall time minus the
 ops' self time (Python, module calls, dispatch). Prints a table per workload and one JSON line.
@@ -70,13 +73,13 @@ def workloads(args):
                         prompt_style="chat", format_weight=0.5)
     train = distinct_tasks(env, "train", 4, seed=0)
     held_out = distinct_tasks(env, "test", args.eval_tasks, seed=0)
-    per = args.eval_tasks_per_call
+    per = 64 // args.n if args.before else len(held_out)
     return {"rollout": [(train, 8, list(range(4)))],
             "eval": [(held_out[i:i + per], args.n, list(range(i, i + per)))
                      for i in range(0, len(held_out), per)]}
 
 
-def profile(model, tok, calls, max_tokens, temperature, sampler):
+def profile(model, tok, calls, max_tokens, temperature, sampler, eval_rows=0):
     """Run the sampler over `calls` under the profiler: (rows of the table, totals)."""
     import torch
     from torch.profiler import ProfilerActivity, profile as torch_profile
@@ -97,10 +100,16 @@ def profile(model, tok, calls, max_tokens, temperature, sampler):
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
             t0 = time.perf_counter()
             for tasks, n, seeds in calls:
-                r = R.generate(model, tok, tasks, n, max_tokens, temperature,
-                               share_prefix=sampler == "rlvr", seeds=seeds)
-                tokens += sum(len(c) for c in r.completion_ids)
-                completions += len(r)
+                if eval_rows:       # rlvr eval's sampler
+                    from rlvr.trainer.evaluation.evaluate import LocalSampler
+                    got = LocalSampler(model, tok, eval_rows).sample(
+                        tasks, n, seeds, max_tokens=max_tokens, temperature=temperature)
+                    ids = [c.token_ids for comps in got for c in comps]
+                else:
+                    ids = R.generate(model, tok, tasks, n, max_tokens, temperature,
+                                     share_prefix=sampler == "rlvr", seeds=seeds).completion_ids
+                tokens += sum(map(len, ids))
+                completions += len(ids)
             wall = time.perf_counter() - t0
     finally:
         type(model).forward = real_forward
@@ -122,7 +131,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--eval-tasks", type=int, default=8)
-    p.add_argument("--eval-tasks-per-call", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=128, help="rlvr eval's rows at once")
+    p.add_argument("--before", action="store_true", help="the sampler as it was")
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=0.7)
@@ -131,12 +141,17 @@ def main() -> None:
     args = p.parse_args()
     import torch
     model, tok = load(args.tiny)
-    out = {"sampler": args.sampler, "torch_threads": torch.get_num_threads(),
+    if args.before:
+        import rlvr.trainer.rollout as R
+        R.preallocate = lambda cache, room: None
+    out = {"sampler": args.sampler + (" before" if args.before else ""), "torch_threads": torch.get_num_threads(),
            "load_before": os.getloadavg()}
     for name, calls in workloads(args).items():
         if name not in args.only.split(","):
             continue
-        res = profile(model, tok, calls, args.max_tokens, args.temperature, args.sampler)
+        rows = args.batch_size if name == "eval" and args.sampler == "rlvr" and not args.before \
+            else 0
+        res = profile(model, tok, calls, args.max_tokens, args.temperature, args.sampler, rows)
         out[name] = res
         print(f"\n{name}: {res['completions']} completions, {res['tokens']} tokens in "
               f"{res['wall_s']:.1f} s = {res['tokens_per_s']:.1f} tok/s; decode steps "

@@ -7,10 +7,12 @@ rows has finished, the next waiting tasks are prefilled (a prefix common to them
 the running rows, their cache right-aligned to the running one (padding masked), the same way
 continuous batching serves requests in inference servers (Yu et al. 2022, "Orca").
 
-Every group samples from its own generator, its rows adjacent and in order, and a row's
-logits do not depend on the other rows of the batch or on masked padding, so a task's
-completions are those it gets decoded alone: the same distribution and, on the CPU, the same
-tokens (`tests/test_sampler.py`). A finished row stays in the batch (computed, never sampled)
+Every group samples from its own generator, its rows adjacent and in order, so a task's
+completions follow the same distribution whatever shares its batch. On one CPU thread a row's
+logits do not depend on the other rows or on masked padding either, and the tokens are those
+the task gets decoded alone (`tests/test_sampler.py`); with several threads the decode step's
+float rounding can depend on the batch size, and a token drawn where two are nearly tied can
+differ. A finished row stays in the batch (computed, never sampled)
 until enough have finished to make dropping them worth the copy of the cache.
 """
 from __future__ import annotations

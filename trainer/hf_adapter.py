@@ -152,7 +152,13 @@ def _preallocated_layer():
             self._rebuild(lambda buf: buf.repeat_interleave(repeats, dim=0))
 
         def batch_select_indices(self, indices) -> None:
-            self._rebuild(lambda buf: buf[indices])
+            length = self.keys.size(-2)
+
+            def pick(buf):      # the filled part only, into a buffer with the same room
+                out = buf.new_empty((len(indices),) + tuple(buf.shape[1:]))
+                out[..., :length, :] = buf[indices, :, :length]
+                return out
+            self._rebuild(pick)
 
         def crop(self, tokens_to_remove: int) -> None:
             super().crop(tokens_to_remove)      # a shorter view of the same buffers

@@ -216,8 +216,9 @@ class LocalSampler:
     (trainer/batching.py): up to `batch_size` rows decode at once, and as rows finish the next
     tasks' prompts are prefilled (a prefix common to them once, each prompt once for its n
     samples) and join the batch, so it stays full across tasks instead of draining task by
-    task. Each task samples from its own generator, and a row's numbers do not depend on its
-    batch, so a task's samples are those it gets decoded alone."""
+    task. Each task samples from its own generator; on one torch thread its samples are
+    bit-identical whatever else runs (with several, the batch can change float rounding,
+    rarely a sampled token)."""
 
     def __init__(self, model, tokenizer, batch_size: int = 128):
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
