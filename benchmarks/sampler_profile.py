@@ -5,8 +5,8 @@ Two workloads on SmolLM2-135M-Instruct (float32, CPU, the main job's chat prompt
 think block, T = 0.7, <= 64 tokens):
 
   rollout   the main job's step: 4 prompts x 8 completions, one `generate` call
-  eval      `rlvr eval`'s sampling: n = 32 on 8 held-out tasks, through `rlvr eval`'s sampler
-            (continuous batching, `--batch-size` rows)
+  eval      `rlvr eval`'s sampling: n = 32 on 8 held-out tasks, through `rlvr eval`'s
+            continuous batching (`--batch-size` rows)
 
 `--before`: the sampler as it was (a concatenated KV cache; eval two tasks per call, each call
 decoded until its last row finishes).
@@ -102,7 +102,7 @@ def profile(model, tok, calls, max_tokens, temperature, sampler, eval_rows=0):
             for tasks, n, seeds in calls:
                 if eval_rows:       # rlvr eval's sampler
                     from rlvr.trainer.evaluation.evaluate import LocalSampler
-                    got = LocalSampler(model, tok, eval_rows).sample(
+                    got = LocalSampler(model, tok, eval_rows, continuous=True).sample(
                         tasks, n, seeds, max_tokens=max_tokens, temperature=temperature)
                     ids = [c.token_ids for comps in got for c in comps]
                 else:

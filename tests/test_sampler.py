@@ -119,3 +119,14 @@ def _seeded(fn):
     with torch.random.fork_rng():
         torch.manual_seed(0)
         return fn()
+
+
+def test_rlvr_eval_samples_the_same_with_continuous_batching(tiny, one_torch_thread):
+    from rlvr.core import Task
+    from rlvr.trainer.evaluation.evaluate import LocalSampler
+    model, tok = tiny
+    tasks = [Task(id=str(i), prompt=f"{i} + {i} =") for i in range(5)]
+    seeds = [7, 8, 9, 10, 11]
+    texts = lambda sampler: [[c.text for c in comps] for comps in sampler.sample(
+        tasks, 3, seeds, max_tokens=12, temperature=0.9)]
+    assert texts(LocalSampler(model, tok, 6)) == texts(LocalSampler(model, tok, 7, continuous=True))
