@@ -87,7 +87,7 @@ class EvalConfig:
     at once. Memory grows with it: about 46 KB per row and token for SmolLM2-135M in float32."""
     continuous_batching: bool = False
     """Keep one batch of `batch_size` rows full across tasks, refilling finished rows with the
-    next tasks' samples (local models). The same samples; measured slower on a loaded 2-core
+    next tasks' samples (local models). The same samples; no gain measured on a loaded 2-core
     CPU at 128 rows, so off by default."""
     seed: int = 0
     """Seeds the task list and every task's sampling generator."""
@@ -222,8 +222,8 @@ class LocalSampler:
 
     `continuous`: one batch of up to `batch_size` rows kept full across tasks instead
     (trainer/batching.py: finished rows are refilled with the next tasks' samples), four
-    batches' worth of tasks per call. Opt-in: measured slower per CPU second than task pairs
-    on the 2-core CPU under load (benchmarks/README.md). Either way each task samples from its
+    batches' worth of tasks per call. Opt-in: on the loaded 2-core CPU it measured no gain
+    over task pairs beyond the noise (benchmarks/README.md). Either way each task samples from its
     own generator; on one torch thread its samples are bit-identical whatever else runs (with
     several, the batch can change float rounding, rarely a sampled token)."""
 
