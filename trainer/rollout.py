@@ -15,7 +15,7 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .hf_adapter import cache_kwarg, repeat_rows, returned_cache, select_rows
+from .hf_adapter import cache_kwarg, preallocate, repeat_rows, returned_cache, select_rows
 from .prefix import SharedPrefix, one_pass, prompt_forward
 from .prompts import tool_prompt
 
@@ -183,17 +183,24 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
                                     tokenizer.pad_token_id, temperature, top_p, greedy)
         for k, seq in enumerate(seqs):
             g = start + k // group_size
-            stop = next((i for i, tok in enumerate(seq) if tok in eos), None)
-            ids_k = seq[:stop + 1] if stop is not None else seq[:max_new_tokens]
-            text = tokenizer.decode(ids_k[:-1] if stop is not None else ids_k,
-                                    skip_special_tokens=True)
+            completion = to_completion(tokenizer, seq, eos, max_new_tokens)
+            ids_k = completion.token_ids
             out.tasks.append(tasks[g])
             out.prompt_ids.append(prompts[g])
             out.completion_ids.append(ids_k)
-            out.completions.append(Completion(text, ids_k, "stop" if stop is not None else "length"))
+            out.completions.append(completion)
             if measure:
                 out.token_entropy.append(entropies[k][:len(ids_k)])
     return out
+
+
+def to_completion(tokenizer, seq: list[int], eos: set[int], max_new: int) -> Completion:
+    """A sampled token sequence cut after its first EOS (kept, finish reason `stop`) or at
+    `max_new` tokens (`length`); its text without the EOS."""
+    stop = next((i for i, tok in enumerate(seq) if tok in eos), None)
+    ids = seq[:stop + 1] if stop is not None else seq[:max_new]
+    text = tokenizer.decode(ids[:-1] if stop is not None else ids, skip_special_tokens=True)
+    return Completion(text, ids, "stop" if stop is not None else "length")
 
 
 def left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -322,6 +329,7 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
     (measured here, where the distribution already exists, it spares the trainer a forward)."""
     device = logits.device
     cache_kw = cache_kwarg(model)
+    preallocate(cache, max_new)      # each step writes one column instead of copying the cache
     # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
     # is the only synchronisation (GPU kernels queue ahead otherwise).
     active = list(range(logits.size(0)))

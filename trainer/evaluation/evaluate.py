@@ -92,7 +92,12 @@ class EvalConfig:
     max_completion_length: int = 128
     """Generation limit in tokens."""
     batch_size: int = 64
-    """Completions per generate call (local models)."""
+    """Completions per generate call (local models); with `continuous_batching`, rows decoded
+    at once. Memory grows with it: about 46 KB per row and token for SmolLM2-135M in float32."""
+    continuous_batching: bool = False
+    """Keep one batch of `batch_size` rows full across tasks, refilling finished rows with the
+    next tasks' samples (local models). The same samples; no gain measured on a loaded 2-core
+    CPU at 128 rows, so off by default."""
     seed: int = 0
     """Seeds the task list and every task's sampling generator."""
     bootstrap: int = 1000
@@ -124,7 +129,8 @@ class EvalConfig:
         """The settings a resumed run must share with the run it continues."""
         d = asdict(self)
         # tasks/sample_tasks may grow: the first N distinct tasks and their seeds do not change
-        for name in ("concurrency", "retries", "request_timeout_s", "batch_size", "bootstrap",
+        for name in ("concurrency", "retries", "request_timeout_s", "batch_size",
+                     "continuous_batching", "bootstrap",
                      "level", "label", "ks", "api_key_env", "tasks", "sample_tasks",
                      "n_per_request", "env_from"):
             d.pop(name)
@@ -222,25 +228,40 @@ def distinct_tasks(env, split: str, n: int, seed: int = 0, max_draws: int = 50) 
 # --- samplers: turn tasks into completions ------------------------------------------------------
 class LocalSampler:
     """A transformers model on this machine, through the trainer's shared-prefix sampler: each
-    prompt is prefilled once for its n samples and finished rows leave the batch.
+    prompt is prefilled once for its n samples (a prefix common to a call's prompts once) and
+    finished rows leave the batch; batch_size // n tasks per call.
 
-    With one task per call (batch_size <= n) a task's samples are bit-identical whatever else
-    runs; with several, left padding to a common width can change float rounding (rarely a
-    sampled token), so the default batch equals n."""
+    `continuous`: one batch of up to `batch_size` rows kept full across tasks instead
+    (trainer/batching.py: finished rows are refilled with the next tasks' samples), four
+    batches' worth of tasks per call. Opt-in: on the loaded 2-core CPU it measured no gain
+    over task pairs beyond the noise (benchmarks/README.md). Either way each task samples from its
+    own generator; on one torch thread its samples are bit-identical whatever else runs (with
+    several, the batch can change float rounding, rarely a sampled token)."""
 
-    def __init__(self, model, tokenizer, batch_size: int = 64):
+    def __init__(self, model, tokenizer, batch_size: int = 64, continuous: bool = False):
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.continuous = continuous
 
     def tasks_per_call(self, n: int) -> int:
-        return max(1, self.batch_size // max(n, 1))
+        return max(1, (4 if self.continuous else 1) * self.batch_size // max(n, 1))
 
     def sample(self, tasks, n: int, seeds: list[int] | None, *, max_tokens: int,
                temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False) -> list[list]:
         """n completions per task (lists of Completion), in task order."""
-        from ..rollout import generate
-        r = generate(self.model, self.tokenizer, tasks, n, max_tokens, temperature, top_p,
-                     greedy, share_prefix=True, seeds=None if greedy else seeds)
-        return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
+        from ..batching import sample_refilling
+        from ..rollout import encode_prompt, eos_ids, generate, to_completion
+        tok = self.tokenizer
+        if not self.continuous:
+            r = generate(self.model, tok, tasks, n, max_tokens, temperature, top_p, greedy,
+                         share_prefix=True, seeds=None if greedy else seeds)
+            return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
+        eos = eos_ids(tok, self.model)
+        prompts = [encode_prompt(tok, t.prompt, t.metadata.get("tools")) for t in tasks]
+        seqs = sample_refilling(self.model, prompts, n, max_tokens, eos, tok.pad_token_id,
+                                temperature, top_p, greedy, None if greedy else seeds,
+                                max_rows=self.batch_size)
+        done = [to_completion(tok, s, eos, max_tokens) for s in seqs]
+        return [done[i * n:(i + 1) * n] for i in range(len(tasks))]
 
 
 # --- the evaluation ----------------------------------------------------------------------------
@@ -270,7 +291,8 @@ def evaluate(sampler, env, cfg: EvalConfig, store: SampleStore | None = None,
     (model, tokenizer) pair; `store` makes the run resumable."""
     from tqdm.auto import tqdm
     if isinstance(sampler, tuple):
-        sampler = LocalSampler(*sampler, batch_size=cfg.batch_size)
+        sampler = LocalSampler(*sampler, batch_size=cfg.batch_size,
+                               continuous=cfg.continuous_batching)
     t0 = time.perf_counter()
     tasks = distinct_tasks(env, cfg.split, cfg.tasks, cfg.seed)
     seeds = task_seeds(cfg.seed, [t.id for t in tasks])
@@ -406,7 +428,8 @@ def _sampler(cfg: EvalConfig):
     identity = {"path": path, "name": cfg.model, "label": default_label(cfg, path)}
     if cfg.tokenizer:
         identity["tokenizer"] = resolve_model(cfg.tokenizer)
-    return LocalSampler(model, load_tokenizer(identity.get("tokenizer", path)), cfg.batch_size), identity
+    return LocalSampler(model, load_tokenizer(identity.get("tokenizer", path)), cfg.batch_size,
+                        cfg.continuous_batching), identity
 
 
 def samples_path(out: str | Path) -> Path:
