@@ -222,9 +222,8 @@ def completion_values(critic, mb: MicroBatch) -> torch.Tensor:
 
 
 class FastForward:
-    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`; for
-    distillation `vocab_logprobs` and `logprobs_and_kl`) computed with the speed machinery
-    listed in this module's docstring."""
+    """The update's forward (the `Forward` protocol, trainer/forward.py) computed with the
+    speed machinery listed in this module's docstring."""
 
     name = "fast"
 

@@ -31,6 +31,7 @@ class Sequences:
     prompt_len: int                # P
     targets: torch.Tensor          # [m, C] completion token ids
     mask: torch.Tensor             # [m, C] bool, real completion tokens
+    silent: bool = False           # never: the reference forward computes every row
 
     @classmethod
     def of(cls, rows: list[int], prompts: list[list[int]], completions: list[list[int]],
@@ -52,8 +53,7 @@ class Sequences:
 
 
 class ReferenceForward:
-    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`; for
-    distillation `vocab_logprobs` and `logprobs_and_kl`), plainly."""
+    """The update's forward (the `Forward` protocol, trainer/forward.py), plainly."""
 
     name = "reference"
 
