@@ -62,3 +62,7 @@ class Forward(Protocol):
     def pass_over(self, micro: Sequence[Micro]) -> contextlib.AbstractContextManager:
         """Context around one pass of one model over the micro-batches (work they share, such
         as a prompt prefix common to the batch, runs once inside it)."""
+
+    def checkpoint_layers(self, model) -> None:
+        """Turn on activation checkpointing for `model`'s decoder layers in the way this
+        forward's calls stay exact under it (gradient_checkpointing = true)."""
