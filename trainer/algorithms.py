@@ -363,7 +363,8 @@ def clipped_surrogate(log_ratio: torch.Tensor, advantages: torch.Tensor, eps_low
 def gspo_sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """GSPO's sequence ratio (Zheng et al. 2025, sec. 4.1), in log space:
     log s_i = (1/|y_i|) sum_t log rho_it, i.e. s_i is the geometric mean of the token ratios.
-    Returned broadcast over the tokens [B, T] so the clipped surrogate can be applied per token with identical values along each sequence."""
+    Returned broadcast over the tokens [B, T] so the clipped surrogate can be applied per token
+    with identical values along each sequence."""
     seq = masked_mean(log_ratio, mask, dim=-1)
     return seq[:, None].expand_as(log_ratio)
 

@@ -236,8 +236,8 @@ def _check(model) -> None:
                     **{kw: copied}, logits_to_keep=1)
         need(returned_cache(nxt) is not None, f"the forward no longer continues a cache via `{kw}`")
         whole = model(input_ids=torch.cat([ids, ids[:, :1]], 1), logits_to_keep=1)
-        need(_same(nxt.logits, whole.logits), f"continuing a copied, repeated and selected cache "
-                                              f"via `{kw}` no longer gives the whole forward's logits")
+        need(_same(nxt.logits, whole.logits), f"continuing a copied, repeated and selected "
+             f"cache via `{kw}` no longer gives the whole forward's logits")
     _check_replay(model, base, layers, ids, kw, need)
 
 

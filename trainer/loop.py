@@ -48,7 +48,8 @@ from .fast import FastForward
 from .fsdp import placement
 from .hf_adapter import contract_holds
 from .metrics import MetricsLogger, merge_inner_steps, peak_memory_gib, rollout_metrics
-from .models import (AdaptersOff, ValueModel, add_lora, autocast, frozen_copy, load_lora, load_policy, load_tokenizer)
+from .models import (AdaptersOff, ValueModel, add_lora, autocast, frozen_copy, load_lora,
+                     load_policy, load_tokenizer)
 from .reference import ReferenceForward
 from .rollout import PromptStream, Rollout, score
 from .update import Batch, PolicyUpdate
