@@ -147,3 +147,60 @@ def test_bad_flag_values_are_one_line_usage_errors(capsys):
         assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "lr: expected float, got 'fast'" in err and "env_kwargs: expected a dict" in err
+
+
+# A value away from the default for each TrainConfig field whose generic one (bool flipped,
+# number + 1 or + 0.5) would be refused or is not a number.
+_AWAY = {"preset": "ppo", "env": "gsm8k", "model": "m", "tokenizer": "t", "output_dir": "o",
+         "device": "cpu", "dtype": "bfloat16", "forward": "reference", "share_prefix": "true",
+         "rollout_engine": "vllm", "server_url": "http://127.0.0.1:1/v1", "server_model": "m",
+         "server_sync": "none", "server_weights_dir": "w", "importance_correction": "sequence",
+         "advantage": "rloo", "scale_rewards": "batch", "baseline": "moving_average",
+         "policy_loss": "gspo", "loss_aggregation": "token_mean", "kl_estimator": "k2",
+         "kl_in": "reward", "reward_backend": "ray", "ray_address": "a", "teacher": "t",
+         "dist_backend": "gloo", "parallel": "fsdp", "env_args": '{"n_terms": 3}',
+         "adam_betas": "[0.8, 0.9]", "reflection_phrases": '["hm"]', "report_to": '["wandb"]',
+         "lora_target_modules": '["q_proj"]', "reward_deadline_s": "5", "top_p": "0.9",
+         "gae_lambda": "0.9", "baseline_decay": "0.5", "lora_dropout": "0.5",
+         "vllm_gpu_memory_utilization": "0.8"}
+
+
+# Fields whose value away from the default needs another beside it to be a valid config.
+_WITH = {"whiten_advantages": {"advantage": "gae"}}
+
+
+def _away(f: dataclasses.Field, default) -> str:
+    if f.name in _AWAY:
+        return _AWAY[f.name]
+    if isinstance(default, bool):
+        return str(not default).lower()
+    return str(default + 1) if isinstance(default, int) else str(default + 0.5)
+
+
+def test_every_train_field_keeps_its_flat_name_and_lands_in_its_section():
+    """TrainConfig is its sections at once: each field belongs to exactly one section, and its
+    flat name -- `--flag value`, KEY=VALUE, the constructor and attribute access -- still sets
+    it, there."""
+    import warnings
+    from rlvr.trainer.config import SECTIONS, TrainConfig, field_docs, parse_overrides
+    owner = {}
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            assert f.name not in owner, f"{f.name} in {owner.get(f.name)} and {section}"
+            owner[f.name] = section
+    assert list(owner) == [f.name for f in dataclasses.fields(TrainConfig)]
+    defaults = {name: default for name, _, default, _ in field_docs()}
+    parser = _subparser(("train",))
+    for f in dataclasses.fields(TrainConfig):
+        value = _away(f, defaults[f.name])
+        pair = parse_overrides([f"{f.name}={value}"])[f.name]
+        flag = "--" + f.name.replace("_", "-")
+        argv = [flag if value == "true" else "--no-" + flag[2:]] \
+            if isinstance(defaults[f.name], bool) else [flag, value]
+        assert getattr(parser.parse_args(argv), f.name) == pair, f.name
+        assert pair != defaults[f.name], f.name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cfg = TrainConfig(**{**_WITH.get(f.name, {}), f.name: pair})
+        assert getattr(cfg, f.name) == pair, f.name
+        assert getattr(cfg.section(owner[f.name]), f.name) == pair, f.name

@@ -85,7 +85,8 @@ def test_fast_forward_equals_the_reference(tiny_model, tmp_path, preset, extra):
     assert all(isinstance(mb, Sequences) for mb in br.micro)
     bf16 = extra.get("dtype") == "bfloat16"
     atol = 2e-2 if bf16 else 1e-5       # bf16: different reduction orders under autocast
-    assert_same(per_row(bf, bf.old_logp), per_row(br, br.old_logp), atol)     # pi_old = pi
+    pi_old = lambda tr, b: per_row(b, tr.learner.inner_steps(b).old_logp)    # taken at step 1
+    assert_same(pi_old(fast, bf), pi_old(ref, br), atol)     # pi_old = pi
     if bf.ref_logp[0] is not None:
         assert_same(per_row(bf, bf.ref_logp), per_row(br, br.ref_logp), atol)
     if bf.old_values[0] is not None:
@@ -163,3 +164,38 @@ def test_reference_logprobs_are_the_definition(tiny_model, tmp_path):
             probs = torch.softmax(logits, -1)
             torch.testing.assert_close(ent[k, :len(c)], -(probs * probs.log()).sum(-1),
                                        atol=1e-5, rtol=0)
+
+
+def test_both_forwards_meet_the_protocol_the_update_reads(tiny_model, tmp_path):
+    """The update reads a forward only through `Forward` and its micro-batches only through
+    `Micro` (rows, mask, silent): no path-specific attribute probed with getattr."""
+    from rlvr.trainer.forward import Forward, Micro
+    for forward in ("fast", "reference"):
+        tr = trainer(tiny_model, tmp_path / forward, forward=forward)
+        assert isinstance(tr.forward, Forward)
+        rollout, _ = tr.collect()
+        batch = tr.prepare(rollout)
+        assert batch.micro and all(isinstance(mb, Micro) for mb in batch.micro)
+        assert all(mb.silent is False for mb in batch.micro) or forward == "fast"
+
+
+def test_the_batch_is_frozen_and_pi_old_lives_with_the_inner_steps(tiny_model, tmp_path):
+    """`prepare` hands out a batch the inner steps cannot change: pi_old, taken at inner step 1
+    from the policy's own log-probs, lives in `InnerSteps`, and a second batch starts afresh."""
+    import dataclasses
+    tr = trainer(tiny_model, tmp_path / "run", "grpo", inner_steps=2)
+    rollout, _ = tr.collect()
+    batch = tr.prepare(varied(rollout, tr.tokenizer))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        batch.old_logp = ()
+    assert isinstance(batch.old_logp, tuple) and isinstance(batch.advantages, tuple)
+    with pytest.raises(TypeError):
+        batch.stats["loss"] = 0.0
+    first = tr.update(batch, first=True)
+    assert all(o is None for o in batch.old_logp)             # untouched by the inner step
+    taken = [o.clone() for o in tr.learner.inner_steps(batch).old_logp]
+    second = tr.update(batch, first=False)
+    assert all(torch.equal(a, b) for a, b in zip(taken, tr.learner.inner_steps(batch).old_logp))
+    assert second["loss/policy"] != first["loss/policy"]     # theta moved, pi_old did not
+    again = tr.prepare(varied(rollout, tr.tokenizer))
+    assert all(o is None for o in tr.learner.inner_steps(again).old_logp)

@@ -79,7 +79,8 @@ def test_what_fsdp_cannot_run_is_refused_with_the_fix(tiny_model):
     policy = load_policy(tiny_model, "float32", "cpu")
     for bad, fix in [({"dynamic_sampling": True}, "dynamic_sampling=false"),
                      ({"prompts_per_step": 3}, "multiple of the 2 processes"),
-                     ({"parallel": "zero3"}, "expected one of")]:
+                     ({"parallel": "zero3"}, "expected one of"),
+                     ({"teacher": tiny_model}, "does not shard a distillation teacher")]:
         with pytest.raises(ValueError, match=fix):       # the config, or the sharding, refuses
             cfg = TrainConfig(model=tiny_model, **{"parallel": "fsdp", **bad})
             shard_models(cfg, DistContext(0, 2, 0), torch.device("cpu"), policy, None, None)

@@ -76,3 +76,17 @@ def test_knobs_the_estimator_reads_or_left_at_their_default_pass_quietly():
         TrainConfig(preset="grpo", teacher="a-teacher", distill_coef=0.5, strict=True)
         for preset in PRESETS:
             TrainConfig(preset=preset, strict=True)
+
+
+def test_the_knobs_presets_set_are_the_ones_declared_by_preset():
+    """A knob a preset sets takes the preset's value unless given, because its section declares
+    it `by_preset`: the two lists cannot drift, and the constructor is the dataclass's own."""
+    from rlvr.trainer.presets import ByPreset
+    from rlvr.trainer.sections import SECTIONS
+    declared = {f.name for cls in SECTIONS.values() for f in dataclasses.fields(cls)
+                if isinstance(f.default, ByPreset)}
+    assert declared == set().union(*PRESETS.values())
+    assert "_preset_init" not in TrainConfig.__init__.__qualname__
+    for name in declared:       # resolved on every config: no sentinel is ever read
+        assert not isinstance(getattr(TrainConfig(preset="dapo"), name), ByPreset)
+    assert TrainConfig(preset="dr_grpo", beta=0.04).beta == 0.04   # given = kept, even = default

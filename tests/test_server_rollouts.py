@@ -293,11 +293,11 @@ def test_rlvr_train_reports_an_unreachable_server_in_one_line(tiny_model, tmp_pa
 
 def test_episodes_carry_the_servers_log_probs_of_every_policy_turn(tiny_model, pool):
     """A two-turn tool episode: turn 1's log-probs from the rollout, turn 2's from what
-    generate_ids returned (`SampledIds.logprobs`), 0 on the environment's tokens; an engine
+    generate_ids returned (`Continuation.logprobs`), 0 on the environment's tokens; an engine
     whose later turns carry none leaves the episodes uncorrected (None)."""
     from test_multiturn import ScriptedEngine, calc_env, calc_script
     from rlvr.trainer.episodes import run_episodes
-    from rlvr.trainer.server_engine import SampledIds
+    from rlvr.trainer.episodes import Continuation
     tok = load_tokenizer(tiny_model)
 
     class Reporting(ScriptedEngine):             # a server: every token's log-prob is -(id/1000)
@@ -307,10 +307,8 @@ def test_episodes_carry_the_servers_log_probs_of_every_policy_turn(tiny_model, p
             return r
 
         def generate_ids(self, contexts, max_new, **kw):
-            out = [SampledIds(ids) for ids in super().generate_ids(contexts, max_new, **kw)]
-            for ids in out:
-                ids.logprobs = [-t / 1000 for t in ids]
-            return out
+            return [Continuation(ids, [-t / 1000 for t in ids])
+                    for ids in super().generate_ids(contexts, max_new, **kw)]
 
     env = calc_env(pool)
     r = run_episodes(Reporting(tok, calc_script), env, tok, env.sample(1), 2, 200)

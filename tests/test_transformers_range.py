@@ -3,7 +3,8 @@
 The rest of the suite runs on the newest release the installer picked (the upper end). This
 test builds a small environment whose only difference is the range's lowest release -- a venv
 layered over the suite's own, so torch and everything else are the same packages -- and runs
-there the adapter's contract and one training step on the fast path (no fallback warning).
+there the adapter's contract and one update on the fast path (no fallback warning), which
+must equal the same update on the reference forward (public API only).
 It installs that release from the package index on first use (kept in `.venv-transformers-low`
 for the next run)."""
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _layered_venv(version: str) -> Path:
 
 
 CHECK = textwrap.dedent("""
-    import sys, tempfile, warnings
+    import dataclasses, sys, tempfile, warnings
     import torch, transformers
     assert transformers.__version__ == sys.argv[1], transformers.__version__
     assert torch.__file__.startswith(sys.argv[2]), torch.__file__    # the suite's own torch
@@ -66,6 +67,7 @@ CHECK = textwrap.dedent("""
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.fast import FastForward
     from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.reference import ReferenceForward
     from rlvr.trainer.models import load_policy
     from rlvr.trainer.tiny import build_tiny_model
     out = tempfile.mkdtemp()
@@ -75,6 +77,10 @@ CHECK = textwrap.dedent("""
                       group_size=3, max_completion_length=8, reward_deadline_s=0,
                       progress=False, tensorboard=False,
                       env_kwargs={"n_terms": 2, "max_value": 9, "prompt_style": "base"})
+    def update(tr, rollout):       # (metrics, the updated weights) of one update
+        metrics = tr.update(tr.prepare(rollout), first=True)
+        return metrics, torch.cat([p.detach().flatten() for p in tr.policy.parameters()])
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)   # a fallback warning fails the check
         warnings.filterwarnings("ignore", message=".*completions hit max_completion_length")
@@ -82,8 +88,14 @@ CHECK = textwrap.dedent("""
         assert isinstance(tr.forward, FastForward)
         rollout, _ = tr.collect()
         rollout.rewards = torch.tensor([1.0, 0.0, 0.5, 0.0, 1.0, 0.0])   # signal in every group
-        metrics = tr.update(tr.prepare(rollout), first=True)
-    assert metrics["grad_norm"] > 0, metrics
+        ref = Trainer(dataclasses.replace(cfg, forward="reference", output_dir=out + "/ref"))
+        assert isinstance(ref.forward, ReferenceForward)
+        (fast_m, fast_w), (ref_m, ref_w) = update(tr, rollout), update(ref, rollout)
+    assert fast_m["grad_norm"] > 0, fast_m
+    for key in ("loss", "loss/policy", "grad_norm", "kl", "entropy"):       # fast == reference
+        if key in fast_m:
+            assert abs(fast_m[key] - ref_m[key]) <= 1e-5 * max(1.0, abs(ref_m[key])), (key, fast_m, ref_m)
+    torch.testing.assert_close(fast_w, ref_w, rtol=1e-5, atol=1e-6)
     print("ok", transformers.__version__)
 """)
 

@@ -1,6 +1,8 @@
 """The math of every algorithm, as small pure functions on tensors.
 
-Each function is one equation from the paper it cites; the trainer calls them in order, and
+Each estimator, objective and penalty is one equation from the paper it cites, named by its
+equation number (or by its section where the paper leaves it unnumbered); helpers such as
+`masked_mean` or the whitening statistics cite none. The trainer calls them in order, and
 tests/test_algorithms.py checks each against numbers derived by hand. Advantage estimators and
 policy losses are chosen by name from two tables (`ADVANTAGES`, `POLICY_LOSSES`): adding one is
 one function and one table row.
@@ -61,15 +63,18 @@ def group_mean_std(rewards: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Te
 
 def reinforce_advantages(rewards: torch.Tensor, valid: torch.Tensor,
                          baseline: float | None = None) -> torch.Tensor:
-    """REINFORCE: A_i = r_i - b, with b the batch mean of valid rewards unless given
-    (e.g. a moving average). Shape-agnostic."""
+    """REINFORCE with a baseline (Williams 1992, the REINFORCE update's (r - b) factor):
+    A_i = r_i - b, with b the batch mean of valid rewards unless given (e.g. a moving
+    average). Shape-agnostic."""
     if baseline is None:
         baseline = masked_mean(rewards, valid)
     return torch.where(valid, rewards - baseline, torch.zeros_like(rewards))
 
 
 def rloo_advantages(rewards: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """RLOO on a [P, K] grid, one-pass form: A_i = K/(K-1) * (r_i - mean_j r_j).
+    """RLOO (Kool et al. 2019, "Buy 4 REINFORCE samples, get a baseline for free!"; Ahmadian
+    et al. 2024, sec. 3.3's RLOO estimator) on a [P, K] grid, one-pass form:
+    A_i = K/(K-1) * (r_i - mean_j r_j).
 
     Equal to r_i minus the mean of the other K-1 rewards (the leave-one-out baseline):
     r_i - (S - r_i)/(K-1) = (K r_i - S)/(K-1) = K/(K-1) (r_i - S/K). K counts only valid samples
@@ -84,7 +89,8 @@ def rloo_advantages(rewards: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
 
 def grpo_advantages(rewards: torch.Tensor, valid: torch.Tensor, scale: bool = True,
                     eps: float = 1e-4) -> torch.Tensor:
-    """GRPO on a [P, G] grid: A_ij = (r_ij - mean_i) / (std_i + eps).
+    """GRPO on a [P, G] grid (DeepSeekMath, Shao et al. 2024, sec. 4.1.2, outcome supervision:
+    the advantage of every token of o_i in eq. 3): A_ij = (r_ij - mean_i) / (std_i + eps).
 
     `scale=False` is Dr. GRPO: no division by the group std, which over-weights prompts that
     are nearly all-right or all-wrong (Liu et al. 2025, "Understanding R1-Zero-Like
@@ -230,14 +236,19 @@ def _lookup(table: dict, name: str, what: str):
 #   k2 = (log w)^2 / 2     biased (tends to over-estimate as the policies part), always >= 0, low variance
 #   k3 = (w - 1) - log w   unbiased and always >= 0 (w - 1 >= log w), low variance when close
 def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k1 = log pi - log pi_ref (Schulman 2020, "Approximating KL Divergence"; the per-token
+    penalty in the KL-shaped reward of Ziegler et al. 2019, sec. 2)."""
     return logp - ref_logp
 
 
 def kl_k2(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k2 = (log pi_ref - log pi)^2 / 2 (Schulman 2020, "Approximating KL Divergence")."""
     return 0.5 * (ref_logp - logp) ** 2
 
 
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k3 = pi_ref/pi - log(pi_ref/pi) - 1 (DeepSeekMath, Shao et al. 2024, eq. 4; Schulman
+    2020)."""
     log_w = ref_logp - logp
     return torch.expm1(log_w) - log_w
 
@@ -292,7 +303,8 @@ def returns_to_go(rewards: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0)
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0,
         lam: float = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalized advantage estimation (Schulman et al. 2016). Returns (advantages, returns).
+    """Generalized advantage estimation (Schulman et al. 2016, eq. 16). Returns (advantages,
+    returns).
 
     delta_t = r_t + gamma V_{t+1} - V_t;  A_t = delta_t + gamma lam A_{t+1}, with V and A zero
     past the response's end. lam=1 gives A_t = G_t - V_t (Monte Carlo); lam=0 gives delta_t.
@@ -332,11 +344,13 @@ ADVANTAGES = (*OUTCOME_ADVANTAGES, *TOKEN_ADVANTAGES)
 # --- Policy objectives -----------------------------------------------------------------------
 def clipped_surrogate(log_ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float,
                       eps_high: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """PPO's clipped objective per token: min(rho*A, clamp(rho, 1-eps_low, 1+eps_high)*A).
+    """PPO's clipped objective per token (Schulman et al. 2017, eq. 7, L^CLIP):
+    min(rho*A, clamp(rho, 1-eps_low, 1+eps_high)*A).
 
     Returns (objective, clipped_low, clipped_high); the two bool tensors mark where the clamp
     was the active branch (ratio below 1-eps_low with A<0, above 1+eps_high with A>0), which
-    is what the `clip_ratio/*` metrics count. `eps_high > eps_low` is DAPO's clip-higher.
+    is what the `clip_ratio/*` metrics count. `eps_high > eps_low` is DAPO's clip-higher
+    (Yu et al. 2025, sec. 3.1).
     """
     ratio = torch.exp(log_ratio)
     clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
@@ -347,28 +361,32 @@ def clipped_surrogate(log_ratio: torch.Tensor, advantages: torch.Tensor, eps_low
 
 
 def gspo_sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """GSPO's sequence ratio, in log space: log s_i = (1/|y_i|) sum_t log rho_it, i.e. s_i is the
-    geometric mean of the token ratios. Returned broadcast over the tokens [B, T] so the
-    clipped surrogate can be applied per token with identical values along each sequence."""
+    """GSPO's sequence ratio (Zheng et al. 2025, sec. 4.1), in log space:
+    log s_i = (1/|y_i|) sum_t log rho_it, i.e. s_i is the geometric mean of the token ratios.
+    Returned broadcast over the tokens [B, T] so the clipped surrogate can be applied per token
+    with identical values along each sequence."""
     seq = masked_mean(log_ratio, mask, dim=-1)
     return seq[:, None].expand_as(log_ratio)
 
 
 def pg_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
-    """A * log pi(y_t): the plain policy gradient (REINFORCE / RLOO), on-policy, no ratio."""
+    """A * log pi(y_t): the plain policy gradient (Williams 1992; RLOO, Ahmadian et al. 2024),
+    on-policy, no ratio."""
     none = torch.zeros_like(mask)
     return logp * advantages, none, none
 
 
 def clip_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
-    """min(rho_t A, clip(rho_t) A) with the token ratio rho_t = pi/pi_old (PPO, GRPO, DAPO)."""
+    """min(rho_t A, clip(rho_t) A) with the token ratio rho_t = pi/pi_old (PPO's eq. 7; GRPO,
+    DeepSeekMath eq. 3; DAPO)."""
     log_ratio = (logp - old_logp).masked_fill(~mask, 0.0)
     obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
     return obj, low & mask, high & mask
 
 
 def gspo_objective(logp, old_logp, advantages, mask, eps_low, eps_high):
-    """min(s A, clip(s) A) on each token, s = the geometric mean of the sequence's rho_t (GSPO)."""
+    """min(s A, clip(s) A) on each token, s = the geometric mean of the sequence's rho_t (GSPO,
+    Zheng et al. 2025, sec. 4.1)."""
     log_ratio = gspo_sequence_log_ratio((logp - old_logp).masked_fill(~mask, 0.0), mask)
     obj, low, high = clipped_surrogate(log_ratio, advantages, eps_low, eps_high)
     return obj, low & mask, high & mask
@@ -461,7 +479,8 @@ def aggregate_loss(per_token: torch.Tensor, mask: torch.Tensor, mode: str, *,
 
 def value_loss(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
                old_values: torch.Tensor | None = None, clip: float = 0.0) -> torch.Tensor:
-    """Per-token squared error (V_t - G_t)^2; aggregate it like the policy loss.
+    """Per-token squared error (V_t - G_t)^2 (PPO, Schulman et al. 2017, eq. 9's L^VF);
+    aggregate it like the policy loss.
 
     With `clip > 0` (PPO's value clipping, TRL's `cliprange_value`): the new value may move at
     most `clip` from V_old before the error stops shrinking, max((V - G)^2, (V_clip - G)^2)
@@ -528,7 +547,7 @@ class AdaptiveKLController:
 # --- DAPO pieces -------------------------------------------------------------------------------
 def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int,
                      factor: float = 1.0) -> torch.Tensor:
-    """DAPO's soft overlong punishment, added to the reward:
+    """DAPO's soft overlong punishment (Yu et al. 2025, sec. 3.4), added to the reward:
 
         0                                   if L <= L_max - L_buf
         ((L_max - L_buf) - L) / L_buf       if L_max - L_buf < L <= L_max   (ramps 0 -> -1)
@@ -546,6 +565,7 @@ def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int,
 
 def groups_with_signal(rewards: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """Bool [P]: prompts whose valid rewards are not all equal (DAPO's dynamic sampling keeps
-    only these: a zero-variance group has zero advantage and teaches nothing)."""
+    only these, Yu et al. 2025, sec. 3.2: a zero-variance group has zero advantage and teaches
+    nothing)."""
     _, std = group_mean_std(rewards, valid)
     return std > 0

@@ -6,10 +6,11 @@ RNG states (trainer_state.pt) and the small state that is not a tensor (state.js
 cursor, KL controller, baseline, config). It is written to a temporary folder and renamed, so a
 run killed mid-write leaves the previous checkpoint intact; `latest` names the newest.
 
-With sharded models (`parallel = "fsdp"`, trainer/fsdp.py) the trainable weights and the
-optimizer state go to sharded/ instead (torch.distributed.checkpoint: every rank writes its
-shards, and any world size, sharded or not, reads them back), and rank 0 still writes policy/
-with the full weights, so `rlvr eval` and `rlvr export` read it as any other.
+Where the weights and the optimizer state go is the placement's business (trainer/placement.py):
+replicas write them here from rank 0; sharded models (`parallel = "fsdp"`, trainer/fsdp.py)
+write sharded/ from every rank (torch.distributed.checkpoint, read back at any world size),
+and rank 0 still writes policy/ with the full weights, so `rlvr eval` and `rlvr export` read it
+as any other.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from .placement import Replication
 
 __all__ = ["seed_everything", "rng_state", "set_rng_state", "write_checkpoint", "read_state",
            "restore_trainer_state", "latest_checkpoint", "RunFolderError", "holds_run",
@@ -82,63 +85,26 @@ def set_rng_state(state: dict) -> None:
 
 
 def write_checkpoint(root: Path, name: str, *, policy, tokenizer, critic, optimizer, scheduler,
-                     state: dict, sharding=None) -> Path:
-    """Write checkpoint `root/name` atomically and point `root/latest` at it. Replicas: rank 0
-    calls it. `sharding` (sharded models): every rank calls it, rank 0 writes all but the shards."""
-    sharding = sharding if sharding is not None and sharding.enabled else None
+                     state: dict, placement=None) -> Path:
+    """Write checkpoint `root/name` atomically and point `root/latest` at it. Every rank whose
+    `placement` (trainer/placement.py; default: replicas) `writes_checkpoints` calls it; rank 0
+    writes everything but the weights the placement writes itself."""
+    placement = placement if placement is not None else Replication()
     tmp, final = root / (name + ".tmp"), root / name
-    main = sharding is None or sharding.is_main
-    if main:
+    if placement.is_main:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-    if sharding is not None:
-        _barrier()
-        sharding.save(tmp / "sharded", optimizer)
-        weights = sharding.full_policy_weights()
-    if main:
-        if sharding is None:
-            _write_weights(tmp, policy, critic)
-        else:
-            _save_policy(policy, tmp / "policy", weights)
+    trainer_state = placement.save_weights(tmp, policy, critic, optimizer)
+    if placement.is_main:
         tokenizer.save_pretrained(tmp / "policy")
-        trainer_state = {"scheduler": scheduler.state_dict(), "rng": rng_state()}
-        if sharding is None:
-            trainer_state["optimizer"] = optimizer.state_dict()
+        trainer_state.update(scheduler=scheduler.state_dict(), rng=rng_state())
         torch.save(trainer_state, tmp / "trainer_state.pt")
         (tmp / "state.json").write_text(json.dumps(state, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
         (root / "latest").write_text(name)
-    if sharding is not None:
-        _barrier()
+    placement.barrier()
     return final
-
-
-def _write_weights(folder: Path, policy, critic) -> None:
-    from safetensors.torch import save_model
-    policy.save_pretrained(folder / "policy", safe_serialization=True)   # peft: adapters only
-    if critic is not None:
-        save_model(critic, str(folder / "critic.safetensors"))
-
-
-def _save_policy(policy, folder: Path, weights: dict) -> None:
-    """A sharded policy's transformers folder from its gathered `weights` (LoRA: the adapters).
-    Sharding gives the module a subclass of its own (FSDP<Name>), which `save_pretrained`
-    would record as the architecture: the folder names the model's own class."""
-    policy.save_pretrained(folder, state_dict=weights, safe_serialization=True)
-    config = folder / "config.json"
-    if config.exists():
-        cfg = json.loads(config.read_text())
-        from torch.distributed.fsdp import FSDPModule
-        own = next(c for c in type(policy).__mro__[1:] if not issubclass(c, FSDPModule))
-        cfg["architectures"] = [own.__name__]
-        config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-
-
-def _barrier() -> None:
-    import torch.distributed as dist
-    if dist.is_initialized():
-        dist.barrier()
 
 
 def read_state(ckpt: Path) -> dict:
@@ -146,24 +112,17 @@ def read_state(ckpt: Path) -> dict:
     return json.loads((ckpt / "state.json").read_text())
 
 
-def restore_trainer_state(ckpt: Path, critic, optimizer, scheduler, sharding=None) -> None:
+def restore_trainer_state(ckpt: Path, critic, optimizer, scheduler, placement=None) -> None:
     """Critic weights, optimizer, scheduler and, last, the RNG states (nothing after this may
-    draw random numbers, or the resumed run stops matching the uninterrupted one). A sharded
-    checkpoint is read by `sharding` (every rank) and only into sharded models."""
-    from safetensors.torch import load_model
-    sharding = sharding if sharding is not None and sharding.enabled else None
-    sharded = (ckpt / "sharded").exists()
-    if sharded != (sharding is not None):
-        written, now = ("fsdp", "replicate") if sharded else ("replicate", "fsdp")
-        raise ValueError(f"{ckpt} was written with parallel={written!r}: resume it with "
-                         f"parallel={written!r} (not {now!r})")
-    if sharding is not None:
-        sharding.load(ckpt / "sharded", optimizer)
-    elif critic is not None:
-        load_model(critic, str(ckpt / "critic.safetensors"))
+    draw random numbers, or the resumed run stops matching the uninterrupted one), read by the
+    `placement` that wrote them (default: replicas; a sharded checkpoint is read by every rank)."""
+    placement = placement if placement is not None else Replication()
+    if not placement.wrote(ckpt):
+        raise ValueError(f"{ckpt} was not written with parallel={placement.name!r}: resume it "
+                         "with the parallel that wrote it ('fsdp' when it holds sharded/, else "
+                         "'replicate')")
     blob = torch.load(ckpt / "trainer_state.pt", weights_only=False)
-    if sharding is None:
-        optimizer.load_state_dict(blob["optimizer"])
+    placement.load_weights(ckpt, critic, optimizer, blob)
     scheduler.load_state_dict(blob["scheduler"])
     set_rng_state(blob["rng"])
 

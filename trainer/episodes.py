@@ -15,7 +15,7 @@ tokens stay in the context but `policy_tokens` leaves them out of every loss.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -84,14 +84,24 @@ def _turn(tokenizer, ids: list[int], eos: set[int], limit: int) -> tuple[list[in
     return ids, tokenizer.decode(ids, skip_special_tokens=True), "length"
 
 
+@dataclass(frozen=True)
+class Continuation:
+    """One sampled turn: its token ids (uncut) and, when the engine reports them, the sampler's
+    log-prob of each (a server's; an engine's `generate_ids` may return these or plain id
+    lists)."""
+    ids: list[int]
+    logprobs: list[float] | None = None
+
+
 def _sample(engine, contexts: list[list[int]], max_new: int, seeds, temperature, top_p,
-            greedy) -> list[list[int]]:
-    """One continuation per context (ids, uncut) from the engine's policy."""
+            greedy) -> list[Continuation]:
+    """One continuation per context from the engine's policy."""
     if not hasattr(engine, "generate_ids"):
         raise TypeError(f"{type(engine).__name__} cannot continue episodes: give it a "
                         "generate_ids(contexts, max_new, ...) method")
-    return engine.generate_ids(contexts, max_new, temperature=temperature, top_p=top_p,
-                               greedy=greedy, seeds=seeds)
+    out = engine.generate_ids(contexts, max_new, temperature=temperature, top_p=top_p,
+                              greedy=greedy, seeds=seeds)
+    return [c if isinstance(c, Continuation) else Continuation(list(c)) for c in out]
 
 
 def _turn_seed(seed: int | None, row: int, turn: int) -> int | None:
@@ -153,7 +163,7 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
             [_turn_seed(row_seeds[i], i, episodes[i].turns + 1) for i in go]
         sampled = _sample(engine, contexts, max(caps), seeds_k, temperature, top_p, greedy)
         for i, ctx, cap, raw in zip(go, contexts, caps, sampled):
-            ids, text, finish = _turn(tokenizer, raw, eos, cap)
+            ids, text, finish = _turn(tokenizer, raw.ids, eos, cap)
             sampler.turn(i, raw, len(ids))
             episodes[i].add_turn(text, parse_turn(tokenizer, text, ids, ctx, tools), ids, finish)
         active = [i for i in go if not _ended(episodes[i], budget)]
@@ -168,9 +178,9 @@ def run_episodes(engine, env, tokenizer, tasks: list[Task], group_size: int,
 
 class SamplerLogprobs:
     """The sampler's log-prob of every episode token, when the engine reports them (a server's
-    turn 1 in `Rollout.sampler_logp`, later turns as the `logprobs` of what `generate_ids`
-    returned): environment tokens get 0 (they carry no loss). `rows()` is None as soon as one
-    turn came without them, and the update then leaves the episodes uncorrected."""
+    turn 1 in `Rollout.sampler_logp`, later turns as the `Continuation.logprobs` of what
+    `generate_ids` returned): environment tokens get 0 (they carry no loss). `rows()` is None
+    as soon as one turn came without them, and the update then leaves the episodes uncorrected."""
 
     def __init__(self, first_turns: list[list[float]] | None):
         self.logps = None if first_turns is None else [list(lp) for lp in first_turns]
@@ -179,9 +189,9 @@ class SamplerLogprobs:
         if self.logps is not None:
             self.logps[row] += [0.0] * n
 
-    def turn(self, row: int, sampled, n: int) -> None:
+    def turn(self, row: int, sampled: Continuation, n: int) -> None:
         """A later turn of `row`: `sampled` as the engine returned it, its first n tokens kept."""
-        lp = getattr(sampled, "logprobs", None)
+        lp = sampled.logprobs
         if lp is None:
             self.logps = None
         elif self.logps is not None:

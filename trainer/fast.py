@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from .distill import log_softmax_, logprobs_and_reverse_kl
-from .hf_adapter import cache_kwarg, repeat_rows, returned_cache, select_rows
+from .hf_adapter import (cache_kwarg, checkpoint_with_replay, repeat_rows, returned_cache,
+                         select_rows)
 from .packing import Packing, Piece, mask_dtype, packs
 from .prefix import SharedPrefix, cut_cache, one_pass, prompt_forward
 from .rollout import left_pad, sampled_entropy
@@ -222,9 +223,8 @@ def completion_values(critic, mb: MicroBatch) -> torch.Tensor:
 
 
 class FastForward:
-    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`; for
-    distillation `vocab_logprobs` and `logprobs_and_kl`) computed with the speed machinery
-    listed in this module's docstring."""
+    """The update's forward (the `Forward` protocol, trainer/forward.py) computed with the
+    speed machinery listed in this module's docstring."""
 
     name = "fast"
 
@@ -275,6 +275,11 @@ class FastForward:
 
     def values(self, critic, mb: MicroBatch) -> torch.Tensor:
         return completion_values(critic, mb)
+
+    def checkpoint_layers(self, model) -> None:
+        """Activation checkpointing that replays each layer's KV cache entry (the shared
+        prefix's cache must stay exact; the adapter's `checkpoint_with_replay`)."""
+        checkpoint_with_replay(model)
 
     @contextlib.contextmanager
     def pass_over(self, micro: list[MicroBatch]):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 from pathlib import Path
 
 import torch
@@ -37,8 +38,10 @@ from torch import nn
 
 from .distributed import join_world_of_one
 from .hf_adapter import decoder_layers
+from .placement import Replication
+from .reference import ReferenceForward
 
-__all__ = ["Sharding", "shard_models", "check_fsdp", "PARALLEL"]
+__all__ = ["Sharding", "ShardedForward", "placement", "shard_models", "check_fsdp", "PARALLEL"]
 
 PARALLEL = ("replicate", "fsdp")
 
@@ -52,6 +55,10 @@ def check_fsdp(cfg, world_size: int) -> None:
     if cfg.rollout_engine != "hf":
         raise ValueError(f"parallel='fsdp' samples with the gathered policy: set "
                          f"rollout_engine='hf' (got {cfg.rollout_engine!r})")
+    if cfg.teacher:
+        raise ValueError("parallel='fsdp' does not shard a distillation teacher: every rank would "
+                         "hold the whole teacher, and its forwards would not be the collectives "
+                         "the sharded student's are; set parallel='replicate' or drop teacher")
     if cfg.prompts_per_step % world_size:
         raise ValueError(f"parallel='fsdp' needs the same batch on every rank: prompts_per_step="
                          f"{cfg.prompts_per_step} must be a multiple of the {world_size} processes")
@@ -85,13 +92,41 @@ def _shard(units: list[nn.Module], root: nn.Module, *, mesh, mp) -> None:
 
 
 class Sharding:
-    """What the loop and the checkpoints ask of the sharded models: the policy gathered for
-    sampling, sharded checkpoints, the full weights for the policy folder."""
+    """The placement (trainer/placement.py) of sharded models: built on the CPU and moved to the
+    device unit by unit as they are sharded, the update on the reference forward, the policy
+    gathered for sampling, sharded checkpoints."""
 
-    enabled = True
+    name = "fsdp"
 
-    def __init__(self, policy, critic, is_main: bool):
-        self.policy, self.critic, self.is_main = policy, critic, is_main
+    def __init__(self, cfg, dist_ctx, device: torch.device):
+        self.cfg, self.dist, self.device = cfg, dist_ctx, device
+        self.is_main = dist_ctx.is_main
+        self.policy = self.critic = None
+
+    def build_device(self, device: torch.device) -> torch.device:
+        """The CPU: sharding moves each rank's shards to `device`, so no device ever holds a
+        whole model that does not fit it."""
+        return torch.device("cpu")
+
+    def place(self, policy, ref, critic) -> None:
+        """Shard policy, reference and critic over the ranks' devices; call it before the
+        optimizer is built (sharding replaces the parameters)."""
+        join_world_of_one(self.device)
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh(self.device.type, (self.dist.world_size,))
+        shard = functools.partial(_shard, mesh=mesh, mp=_mixed_precision(self.cfg.dtype))
+        shard(list(decoder_layers(policy)), policy)
+        if isinstance(ref, nn.Module):      # (LoRA's reference is the policy, adapters off)
+            shard(list(decoder_layers(ref)), ref)
+        if critic is not None:
+            # the forwards call `critic.backbone` and `critic.value_head` directly: a unit each
+            shard(list(decoder_layers(critic.backbone)) + [critic.value_head], critic.backbone)
+        self.policy, self.critic = policy, critic
+
+    def forward(self, chosen):
+        """Every forward and backward is a collective, so every rank runs the same passes: the
+        reference forward, whichever was chosen (the fast one's passes depend on the data)."""
+        return ShardedForward(chosen.pad_id, chosen.device)
 
     @contextlib.contextmanager
     def gathered(self):
@@ -109,6 +144,42 @@ class Sharding:
                 m.set_reshard_after_forward(m is not self.policy, recurse=False)
 
     # --- checkpoints (torch.distributed.checkpoint) -----------------------------------------
+    @property
+    def writes_checkpoints(self) -> bool:
+        """Every rank writes its shards."""
+        return True
+
+    def save_weights(self, folder: Path, policy, critic, optimizer) -> dict:
+        """Every rank writes its shards of the trainable weights and of the optimizer state to
+        folder/sharded (DCP's format, by parameter name); rank 0 also writes the policy folder
+        with the full weights. Nothing goes into trainer_state.pt."""
+        import torch.distributed.checkpoint as dcp
+        self.barrier()                  # rank 0 made the folder
+        dcp.save(self._state(optimizer), checkpoint_id=str(folder / "sharded"))
+        weights = self.full_policy_weights()
+        if self.is_main:
+            _save_policy(policy, folder / "policy", weights)
+        return {}
+
+    def load_weights(self, ckpt: Path, critic, optimizer, trainer_state: dict) -> None:
+        """Read a `save_weights` checkpoint, written at any world size: DCP reads each rank's
+        part of every tensor from whichever shards hold it."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+        state = self._state(optimizer)
+        dcp.load(state, checkpoint_id=str(ckpt / "sharded"))
+        set_state_dict(self._models(), optimizer, model_state_dict=state["model"],
+                       optim_state_dict=state["optimizer"], options=_trainable())
+
+    def wrote(self, ckpt: Path) -> bool:
+        """Whether `ckpt` was written sharded."""
+        return (ckpt / "sharded").exists()
+
+    def barrier(self) -> None:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.barrier()
+
     def full_policy_weights(self) -> dict | None:
         """The policy's trainable weights (all of them; LoRA: the adapters) as full CPU tensors
         on rank 0, None elsewhere: the transformers folder rank 0 writes. Every rank calls it."""
@@ -116,22 +187,6 @@ class Sharding:
         sd = get_model_state_dict(self.policy, options=StateDictOptions(
             full_state_dict=True, cpu_offload=True, ignore_frozen_params=True))
         return sd if self.is_main else None
-
-    def save(self, folder: Path, optimizer) -> None:
-        """Every rank writes its shards of the trainable weights and of the optimizer state,
-        by parameter name (DCP's format)."""
-        import torch.distributed.checkpoint as dcp
-        dcp.save(self._state(optimizer), checkpoint_id=str(folder))
-
-    def load(self, folder: Path, optimizer) -> None:
-        """Read a `save`d checkpoint, written at any world size: DCP reads each rank's part of
-        every tensor from whichever shards hold it."""
-        import torch.distributed.checkpoint as dcp
-        from torch.distributed.checkpoint.state_dict import set_state_dict
-        state = self._state(optimizer)
-        dcp.load(state, checkpoint_id=str(folder))
-        set_state_dict(self._models(), optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optimizer"], options=_trainable())
 
     def _state(self, optimizer) -> dict:
         from torch.distributed.checkpoint.state_dict import get_state_dict
@@ -146,6 +201,27 @@ class Sharding:
         return models
 
 
+class ShardedForward(ReferenceForward):
+    """The reference forward over sharded models (the same calls; FSDP2 all-gathers each
+    unit's weights inside them)."""
+
+    name = "fsdp"
+
+
+def _save_policy(policy, folder: Path, weights: dict) -> None:
+    """A sharded policy's transformers folder from its gathered `weights` (LoRA: the adapters).
+    Sharding gives the module a subclass of its own (FSDP<Name>), which `save_pretrained`
+    would record as the architecture: the folder names the model's own class."""
+    policy.save_pretrained(folder, state_dict=weights, safe_serialization=True)
+    config = folder / "config.json"
+    if config.exists():
+        cfg = json.loads(config.read_text())
+        from torch.distributed.fsdp import FSDPModule
+        own = next(c for c in type(policy).__mro__[1:] if not issubclass(c, FSDPModule))
+        cfg["architectures"] = [own.__name__]
+        config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
 def _trainable():
     """State-dict options of the checkpoints: the frozen weights (LoRA's base) are the model's
     own and are not written."""
@@ -153,35 +229,19 @@ def _trainable():
     return StateDictOptions(ignore_frozen_params=True)
 
 
-class Replication:
-    """Replicas (parallel = "replicate"): nothing to gather, checkpoints written by rank 0."""
-
-    enabled = False
-
-    @contextlib.contextmanager
-    def gathered(self):
-        yield
-
-
-def shard_models(cfg, dist_ctx, device: torch.device, policy, ref, critic):
-    """Shard policy, reference and critic (`parallel = "fsdp"`) over the ranks' `device`s and
-    return the `Sharding` the loop asks to gather the policy and to write checkpoints;
-    `Replication` otherwise. Call it before the optimizer is built: sharding replaces the
-    parameters. Models built on the CPU move to `device` one unit at a time as they are sharded,
-    so no device ever holds a whole model that does not fit it."""
+def placement(cfg, dist_ctx, device: torch.device):
+    """The placement `cfg.parallel` names: `Sharding` (FSDP2), after refusing what it cannot
+    run, or `Replication`. Called before any model loads."""
     if cfg.parallel not in PARALLEL:
         raise ValueError(f"parallel={cfg.parallel!r}; expected one of {list(PARALLEL)}")
     if cfg.parallel != "fsdp":
-        return Replication()
+        return Replication(dist_ctx.is_main)
     check_fsdp(cfg, dist_ctx.world_size)
-    join_world_of_one(device)
-    from torch.distributed.device_mesh import init_device_mesh
-    mesh = init_device_mesh(device.type, (dist_ctx.world_size,))
-    shard = functools.partial(_shard, mesh=mesh, mp=_mixed_precision(cfg.dtype))
-    shard(list(decoder_layers(policy)), policy)
-    if isinstance(ref, nn.Module):      # (LoRA's reference is the policy, adapters off)
-        shard(list(decoder_layers(ref)), ref)
-    if critic is not None:
-        # the forwards call `critic.backbone` and `critic.value_head` directly: a unit each
-        shard(list(decoder_layers(critic.backbone)) + [critic.value_head], critic.backbone)
-    return Sharding(policy, critic, dist_ctx.is_main)
+    return Sharding(cfg, dist_ctx, device)
+
+
+def shard_models(cfg, dist_ctx, device: torch.device, policy, ref, critic):
+    """`placement`, with the models placed."""
+    placed = placement(cfg, dist_ctx, device)
+    placed.place(policy, ref, critic)
+    return placed

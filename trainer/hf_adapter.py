@@ -2,12 +2,14 @@
 
 The reference forward (trainer/reference.py) calls a model through its public API only. The
 fast ones continue a prompt's KV cache over a group's completions, copy and repeat caches,
-cut their autograd graph and replay a layer's cache state under activation checkpointing:
-none of that is public API, and each internal can move in a transformers release. They are
-reached through the functions below, and `check_contract` exercises all of them on a model
-at start-up: when one has moved, it raises `ContractError` naming the transformers version
-and the internal, and the trainer falls back to the reference forward with one warning
-instead of failing deep inside a step.
+cut their autograd graph and replay a layer's cache state under activation checkpointing
+(`checkpoint_with_replay`): none of that is public API, and each internal can move in a
+transformers release. They are reached through the functions below, and `check_contract`
+exercises all of them on a model at start-up, comparing what they compute with the public
+forward's values: when one has moved, it raises `ContractError` naming the transformers
+version and the internal, and the trainer falls back to the reference forward (public API
+only, activation checkpointing included) with one warning instead of failing deep inside a
+step.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "c
            "returned_cache", "repeat_rows", "select_rows", "copy_cache", "preallocate",
            "join_rows", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
-           "layer_call_cache",
+           "layer_call_cache", "checkpoint_with_replay",
            "attention_implementation", "decoder_layers", "layer_index"]
 
 
@@ -218,6 +220,48 @@ def layer_index(layer) -> int:
     return layer.self_attn.layer_idx
 
 
+# --- activation checkpointing that keeps a KV cache exact -----------------------------------
+def checkpoint_with_replay(model) -> None:
+    """Activation checkpointing per decoder layer that keeps a KV cache exact.
+
+    transformers' own gradient checkpointing switches the KV cache off (a replayed layer would
+    append to the cache twice), which the shared-prefix forward needs. Here each layer runs
+    under `torch.utils.checkpoint` (non-reentrant); when the backward replays it, the layer's
+    cache entry is set back to what it held before the original call and restored after, so
+    the replay computes exactly the original tensors while the cache stays as it was."""
+    for layer in decoder_layers(model):
+        layer.forward = _replayed(layer.forward, layer_index(layer))
+
+
+def _replayed(forward, idx: int, found: list | None = None):
+    """`forward` checkpointed, its cache layer `idx` replayed; `found` (the contract check's
+    probe) records for each call with gradients whether the layer's cache was reached."""
+    from torch.utils.checkpoint import checkpoint
+
+    def run(hidden_states, *args, **kwargs):
+        if not torch.is_grad_enabled():
+            return forward(hidden_states, *args, **kwargs)
+        layer = cache_layer(layer_call_cache(kwargs), idx)
+        if found is not None:
+            found.append(layer is not None)
+        before = layer_state(layer) if layer is not None else None
+        calls = [0]
+
+        def body(h):
+            calls[0] += 1
+            if calls[0] == 1 or layer is None:
+                return forward(h, *args, **kwargs)
+            after = layer_state(layer)            # the replay, during backward
+            restore_layer_state(layer, before)
+            try:
+                return forward(h, *args, **kwargs)
+            finally:
+                restore_layer_state(layer, after)
+        # preserve_rng_state: a replayed dropout (LoRA's) draws the masks it drew the first time
+        return checkpoint(body, hidden_states, use_reentrant=False, preserve_rng_state=True)
+    return run
+
+
 # --- the contract -----------------------------------------------------------------------------
 def check_contract(model) -> None:
     """Exercise every internal above on `model` (two tiny forwards without gradients); raise
@@ -278,6 +322,58 @@ def _check(model) -> None:
                     position_ids=torch.tensor([[2]], device=device), use_cache=True,
                     **{kw: copied}, logits_to_keep=1)
         need(returned_cache(nxt) is not None, f"the forward no longer continues a cache via `{kw}`")
+        whole = model(input_ids=torch.cat([ids, ids[:, :1]], 1), logits_to_keep=1)
+        need(_same(nxt.logits, whole.logits), f"continuing a copied, repeated and selected "
+             f"cache via `{kw}` no longer gives the whole forward's logits")
+    _check_replay(model, base, layers, ids, kw, need)
+
+
+def _check_replay(model, base, layers, ids, kw: str, need) -> None:
+    """`checkpoint_with_replay` on `model`'s layers, for one continuation of a cache with
+    gradients: every layer must reach its cache entry, and the values and the gradient (to
+    the input embeddings) must equal those of the plain forward. The layers are unwrapped
+    again after; the model is run in eval mode (no dropout), its mode restored."""
+    device, training = ids.device, model.training
+    with torch.no_grad():
+        cache = returned_cache(model(input_ids=ids, use_cache=True))
+
+    def continuation(probe=None):
+        emb = base.get_input_embeddings()(ids[:, :1]).detach().requires_grad_(True)
+        out = model(inputs_embeds=emb, attention_mask=torch.ones(1, 3, device=device),
+                    position_ids=torch.tensor([[2]], device=device), use_cache=True,
+                    **{kw: copy_cache(cache)})
+        if probe is not None:
+            probe()
+        (grad,) = torch.autograd.grad(out.logits.float().sum(), emb)
+        return out.logits.detach(), grad
+
+    def reached():
+        need(len(found) == len(layers) and all(found),
+             "decoder layers are no longer called with the KV cache as `cache` or "
+             "`past_key_values`, so checkpointed layers cannot replay it")
+
+    own = [layer.__dict__.get("forward") for layer in layers]
+    found: list[bool] = []
+    model.eval()
+    try:
+        with torch.enable_grad():
+            plain = continuation()
+            for layer in layers:
+                layer.forward = _replayed(layer.forward, layer_index(layer), found)
+            replayed = continuation(probe=reached)
+    finally:
+        for layer, forward in zip(layers, own):
+            if forward is None:
+                del layer.forward
+            else:
+                layer.forward = forward
+        model.train(training)
+    need(_same(plain[0], replayed[0]) and _same(plain[1], replayed[1]),
+         "a checkpointed layer's replay no longer reproduces its forward's values")
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.allclose(a.float(), b.float(), rtol=1e-4, atol=1e-5)
 
 
 def contract_holds(model) -> str | None:

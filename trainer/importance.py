@@ -92,30 +92,30 @@ def applies(rollout) -> bool:
     return rollout.sampler_logp is not None
 
 
-def correct(batch, old_logp: list, cfg, gather=None) -> dict:
-    """The update's hook: sets `batch.is_weights` (one [m, C] tensor per micro-batch) and returns
-    the `mismatch/*` metrics of the whole batch, over the micro-batches the forward computed
-    (groups without signal it skips carry no gradient, so no weight matters there).
-    `old_logp`: the trainer's pi_old log-probs per micro-batch; `gather`: the ranks' gather
-    (metrics over the global batch under torchrun)."""
+def correct(rollout, micro, loss_mask, old_logp, cfg, gather=None) -> tuple[tuple, dict]:
+    """The update's hook: (the truncated weights, one [m, C] tensor per micro-batch; the
+    `mismatch/*` metrics of the whole batch), measured over the micro-batches the forward
+    computed (a silent one, skipped for lack of signal, carries no gradient, so no weight
+    matters there). `old_logp`: the trainer's pi_old log-probs per micro-batch; `gather`: the
+    ranks' gather (metrics over the global batch under torchrun)."""
     level, threshold = cfg.importance_correction, cfg.importance_threshold
     weights, parts = [], []
-    for mb, old, mask in zip(batch.micro, old_logp, batch.loss_mask):
-        sampler = sampler_logprobs(batch.rollout, mb)
+    for mb, old, mask in zip(micro, old_logp, loss_mask):
+        sampler = sampler_logprobs(rollout, mb)
         weights.append(truncated_weights(old, sampler, mask, level, threshold)[0])
-        if getattr(mb, "silent", False):     # skipped by the forward (no signal): no log-probs
+        if mb.silent:                        # skipped by the forward: no log-probs measured
             continue
         for k in range(len(mb.rows)):        # one row per sequence, for the quantiles
             m = mask[k]
             parts.append((old[k][m].float().cpu(), sampler[k][m].cpu()))
-    batch.is_weights = weights
+    weights = tuple(weights)
     if gather is not None:
         parts = [p for rank in gather(parts) for p in rank]
     if not parts:                             # every group skipped: nothing measured
-        return {}
+        return weights, {}
     width = max((len(o) for o, _ in parts), default=0)
     old_t, samp_t = torch.zeros(len(parts), width), torch.zeros(len(parts), width)
     mask_t = torch.zeros(len(parts), width, dtype=torch.bool)
     for k, (o, s) in enumerate(parts):
         old_t[k, :len(o)], samp_t[k, :len(s)], mask_t[k, :len(o)] = o, s, True
-    return mismatch_metrics(old_t, samp_t, mask_t, level, threshold)
+    return weights, mismatch_metrics(old_t, samp_t, mask_t, level, threshold)

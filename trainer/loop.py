@@ -43,11 +43,11 @@ from .distributed import group_seeds, init_distributed, shard
 from .engines import make_engine
 from .episodes import episode_engine, episode_metrics, episode_sample, overlong_lengths
 from .fast import FastForward
-from .fsdp import shard_models
+from .fsdp import placement
 from .hf_adapter import contract_holds
 from .metrics import MetricsLogger, merge_inner_steps, peak_memory_gib, rollout_metrics
-from .models import (AdaptersOff, ValueModel, add_lora, autocast, enable_checkpointing,
-                     frozen_copy, load_lora, load_policy, load_tokenizer)
+from .models import (AdaptersOff, ValueModel, add_lora, autocast, frozen_copy, load_lora,
+                     load_policy, load_tokenizer)
 from .reference import ReferenceForward
 from .rollout import PromptStream, Rollout, score
 from .run import resume_config, run_steps, start_run, write_run_config
@@ -76,8 +76,9 @@ class Trainer:
                 deadline_s=derive_deadline(self.env.reward, cfg.reward_deadline_s),
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
-        # FSDP2: models are built on the CPU, and sharding moves each rank's shards to the device
-        self.build_device = torch.device("cpu") if cfg.parallel == "fsdp" else self.device
+        # how the ranks hold the models (trainer/placement.py; FSDP2: trainer/fsdp.py)
+        self.placement = placement(cfg, self.dist, self.device)
+        self.build_device = self.placement.build_device(self.device)
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
         self.teacher = self._load_teacher()
@@ -85,15 +86,12 @@ class Trainer:
         self.dist.broadcast_parameters([self.policy])
         self.critic = ValueModel(cfg.model).to(self.build_device).eval() if cfg.advantage == "gae" else None
         if self.critic is not None:
-            if cfg.gradient_checkpointing:
-                enable_checkpointing(self.critic.backbone)
             self.dist.broadcast_parameters([self.critic])
-        # FSDP2 (parallel = "fsdp", trainer/fsdp.py): sharded before the optimizer takes the
-        # parameters; every rank runs the same passes, so the plain forward
-        self.sharding = shard_models(cfg, self.dist, self.device, self.policy, self.ref,
-                                     self.critic)
-        if self.sharding.enabled:
-            self.forward = ReferenceForward(self.tokenizer.pad_token_id, self.device)
+        if cfg.gradient_checkpointing:      # the way the chosen forward stays exact under it
+            for model in (self.policy, self.critic.backbone if self.critic else None):
+                if model is not None:
+                    self.forward.checkpoint_layers(model)
+        self.placement.place(self.policy, self.ref, self.critic)   # before the optimizer
         trainable = [p for p in self.policy.parameters() if p.requires_grad]   # LoRA: adapters
         groups = [{"params": trainable, "lr": cfg.lr}]
         if self.critic is not None:
@@ -128,11 +126,11 @@ class Trainer:
         if cfg.forward == "fast":
             moved = contract_holds(self.policy)
             if moved is None:
-                return FastForward(self.share_prefix, pad, self.device)
+                return self.placement.forward(FastForward(self.share_prefix, pad, self.device))
             warnings.warn(f"{moved}. Training continues with forward = \"reference\" and "
                           "plain generate (same results, slower)", stacklevel=3)
         self.share_prefix = False      # the sampler's shared prefix is the same internals
-        return ReferenceForward(pad, self.device)
+        return self.placement.forward(ReferenceForward(pad, self.device))
 
     def _load_teacher(self):
         """On-policy distillation's frozen teacher (trainer/distill.py), or None without one;
@@ -164,8 +162,6 @@ class Trainer:
                 ref = load_policy(cfg.model, "float32", self.build_device) if checkpoint \
                     else frozen_copy(policy)
                 ref.requires_grad_(False)
-        if cfg.gradient_checkpointing:      # after the copy: the reference never backpropagates
-            enable_checkpointing(policy)
         return policy, ref
 
     def precision(self):
@@ -208,7 +204,7 @@ class Trainer:
     def train_step(self) -> tuple[dict, list[dict]]:
         """One step of the pseudo-code at the top of this file."""
         cfg, t0 = self.cfg, time.perf_counter()
-        with self.sharding.gathered():       # FSDP2: sample from the gathered policy
+        with self.placement.gathered():      # sample from the whole policy
             rollout, metrics = self.collect()                   # sample with pi_old, score
         t1 = time.perf_counter()
         batch = self.prepare(rollout)                           # freeze ref/values/advantages
@@ -312,7 +308,7 @@ class Trainer:
     def evaluate(self) -> dict:
         """pass@1 (greedy) and pass@k on the test split (trainer/evaluation/evaluate.py)."""
         from .evaluation.evaluate import evaluate_in_training
-        with self.precision(), self.sharding.gathered():
+        with self.precision(), self.placement.gathered():
             return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
 
     # --- checkpoints --------------------------------------------------------------------------
@@ -321,7 +317,7 @@ class Trainer:
         RNG states, data cursor, KL controller, baseline, step and the resolved config.
         Replicas are identical, so rank 0 writes it (any world size can resume it)."""
         root, name = self.run_dir / "checkpoints", f"step-{self.step:06d}"
-        if self.dist.is_main or self.sharding.enabled:     # FSDP2: every rank writes its shards
+        if self.placement.writes_checkpoints:
             self._write_checkpoint(root, name)
         self.dist.barrier()
         return root / name
@@ -332,7 +328,7 @@ class Trainer:
                  "config": self.cfg.to_dict()}
         write_checkpoint(root, name, policy=self.policy, tokenizer=self.tokenizer,
                          critic=self.critic, optimizer=self.optimizer, scheduler=self.scheduler,
-                         state=state, sharding=self.sharding)
+                         state=state, placement=self.placement)
 
     def _load_checkpoint(self, ckpt: Path) -> None:
         state = read_state(ckpt)
@@ -341,7 +337,7 @@ class Trainer:
         self.kl_ctl.load_state_dict(state["kl_controller"])
         self.baseline.load_state_dict(state["baseline"])
         restore_trainer_state(ckpt, self.critic, self.optimizer, self.scheduler,   # RNG last
-                              sharding=self.sharding)
+                              placement=self.placement)
 
     def _write_run_config(self) -> None:
         write_run_config(self.run_dir, self.cfg, env=self.env.describe())

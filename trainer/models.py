@@ -16,8 +16,7 @@ from torch import nn
 from rlvr.rows import go_offline, hub_offline_reason
 from rlvr.usage import require_extra
 
-from .hf_adapter import (cache_layer, decoder_layers, layer_call_cache, layer_index,
-                         layer_state, restore_layer_state)
+from .hf_adapter import checkpoint_with_replay, decoder_layers
 
 __all__ = ["load_policy", "load_tokenizer", "resolve_model", "run_policy", "ValueModel", "frozen_copy",
            "add_lora", "load_lora", "AdaptersOff", "enable_checkpointing", "autocast",
@@ -157,40 +156,32 @@ def lora_dropout_active(model, on: bool):
             m.eval()
 
 
-def enable_checkpointing(model) -> None:
-    """Activation checkpointing per decoder layer that keeps prefix sharing exact.
+def enable_checkpointing(model, replay_cache: bool = True) -> None:
+    """Activation checkpointing per decoder layer (`torch.utils.checkpoint`, non-reentrant):
+    each layer's activations are recomputed in the backward instead of kept.
 
-    transformers' own gradient checkpointing switches the KV cache off (a replayed layer would
-    append to the cache twice), which the shared-prefix forward needs. Here each layer runs
-    under `torch.utils.checkpoint` (non-reentrant); when the backward replays it, the layer's
-    cache entry is set back to what it held before the original call and restored after, so
-    the replay computes exactly the original tensors while the cache stays as it was."""
+    `replay_cache`: the model is called with a KV cache that must stay exact (the fast
+    forward's shared prefix, or any forward that leaves `use_cache` on): the adapter's
+    `checkpoint_with_replay` sets the layer's cache entry back for the replay, through
+    transformers internals the start-up contract checks. Without it the layers are wrapped
+    through public API only, and the caller must run the model with `use_cache=False` (the
+    reference forward does): a replayed layer would otherwise append to the cache twice."""
+    if replay_cache:
+        checkpoint_with_replay(model)
+        return
     for layer in decoder_layers(model):
-        layer.forward = _checkpointed(layer.forward, layer_index(layer))
+        layer.forward = _checkpointed(layer.forward)
 
 
-def _checkpointed(forward, idx: int):
+def _checkpointed(forward):
     from torch.utils.checkpoint import checkpoint
 
     def run(hidden_states, *args, **kwargs):
         if not torch.is_grad_enabled():
             return forward(hidden_states, *args, **kwargs)
-        layer = cache_layer(layer_call_cache(kwargs), idx)
-        before = layer_state(layer) if layer is not None else None
-        calls = [0]
-
-        def body(h):
-            calls[0] += 1
-            if calls[0] == 1 or layer is None:
-                return forward(h, *args, **kwargs)
-            after = layer_state(layer)            # the replay, during backward
-            restore_layer_state(layer, before)
-            try:
-                return forward(h, *args, **kwargs)
-            finally:
-                restore_layer_state(layer, after)
         # preserve_rng_state: a replayed dropout (LoRA's) draws the masks it drew the first time
-        return checkpoint(body, hidden_states, use_reentrant=False, preserve_rng_state=True)
+        return checkpoint(lambda h: forward(h, *args, **kwargs), hidden_states,
+                          use_reentrant=False, preserve_rng_state=True)
     return run
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from .algorithms import reverse_kl
+from .models import enable_checkpointing
 from .rollout import left_pad
 
 __all__ = ["Sequences", "ReferenceForward"]
@@ -31,6 +32,7 @@ class Sequences:
     prompt_len: int                # P
     targets: torch.Tensor          # [m, C] completion token ids
     mask: torch.Tensor             # [m, C] bool, real completion tokens
+    silent: bool = False           # never: the reference forward computes every row
 
     @classmethod
     def of(cls, rows: list[int], prompts: list[list[int]], completions: list[list[int]],
@@ -52,8 +54,7 @@ class Sequences:
 
 
 class ReferenceForward:
-    """The update's forward (`micro_batches`, `logprobs`, `values`, `pass_over`; for
-    distillation `vocab_logprobs` and `logprobs_and_kl`), plainly."""
+    """The update's forward (the `Forward` protocol, trainer/forward.py), plainly."""
 
     name = "reference"
 
@@ -77,7 +78,7 @@ class ReferenceForward:
         """log softmax(logits / T) over the whole vocabulary at every position that predicts a
         completion token [m, C, V] (the distribution token t was drawn from)."""
         logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                       position_ids=mb.position_ids).logits
+                       position_ids=mb.position_ids, use_cache=False).logits
         P, C = mb.prompt_len, mb.targets.size(1)
         return torch.log_softmax(logits[:, P - 1:P - 1 + C].float() / temperature, dim=-1)
 
@@ -92,13 +93,18 @@ class ReferenceForward:
     def values(self, critic, mb: Sequences) -> torch.Tensor:
         """V(s_t) [m, C]: the critic's value of the state before completion token t."""
         hidden = critic.backbone(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                                 position_ids=mb.position_ids).last_hidden_state
+                                 position_ids=mb.position_ids, use_cache=False).last_hidden_state
         P, C = mb.prompt_len, mb.targets.size(1)
         return critic.value_head(hidden[:, P - 1:P - 1 + C]).squeeze(-1).float()
 
     def pass_over(self, micro: list[Sequences]):
         """A pass over the micro-batches: nothing is shared between them."""
         return contextlib.nullcontext()
+
+    def checkpoint_layers(self, model) -> None:
+        """Activation checkpointing through public API only: no cache reaches the layers here
+        (every call above passes use_cache=False), so a replayed layer has none to disturb."""
+        enable_checkpointing(model, replay_cache=False)
 
 
 def _at_targets(logp_all: torch.Tensor, mb: Sequences, with_entropy: bool):

@@ -29,17 +29,12 @@ from rlvr.core import Completion
 from rlvr.usage import require_extra
 
 from .importance import LEVELS
+from .episodes import Continuation
 from .rollout import Rollout, encode_prompt, eos_ids
 
-__all__ = ["ServerEngine", "ServerError", "SampledIds", "SYNC_STRATEGIES", "SGLangSync", "VLLMSync", "NoSync"]
+__all__ = ["ServerEngine", "ServerError", "SYNC_STRATEGIES", "SGLangSync", "VLLMSync", "NoSync"]
 
 _TOKEN_ID = re.compile(r"token_id:(\d+)")
-
-
-class SampledIds(list):
-    """A continuation's token ids (a list like any engine's), with the server's log-prob of
-    each in `logprobs`: an episode's later turns carry them to the update."""
-    logprobs: list[float]
 
 
 class ServerError(RuntimeError):
@@ -255,18 +250,13 @@ class ServerEngine:
         return out
 
     def generate_ids(self, contexts: list[list[int]], max_new: int, *, temperature=1.0,
-                     top_p=1.0, greedy=False, seeds=None) -> list[list[int]]:
-        """One continuation per token context: a multi-turn episode's next turn, as ids that
-        carry the server's log-probs (`SampledIds`)."""
+                     top_p=1.0, greedy=False, seeds=None) -> list[Continuation]:
+        """One continuation per token context: a multi-turn episode's next turn, its ids with
+        the server's log-prob of each."""
         results = self._all([(c, 1, max_new, temperature, top_p, greedy,
                               None if seeds is None or greedy else seeds[i])
                              for i, c in enumerate(contexts)])
-        out = []
-        for samples in results:
-            ids, logps, _ = samples[0]
-            out.append(SampledIds(ids))
-            out[-1].logprobs = logps
-        return out
+        return [Continuation(ids, logps) for (ids, logps, _), *_ in results]
 
     # --- weights -----------------------------------------------------------------------------
     def sync_weights(self, policy) -> None:

@@ -33,6 +33,7 @@ default. This file never sees how they were computed.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field
 
 import torch
@@ -40,40 +41,61 @@ import torch
 from . import algorithms as alg
 from . import importance
 from .episodes import policy_tokens
+from .forward import Forward, Micro
 from .metrics import UpdateStats
 from .models import lora_dropout_active
 from .rollout import Rollout
 
-__all__ = ["Batch", "PolicyUpdate"]
+__all__ = ["Batch", "InnerSteps", "PolicyUpdate"]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A scored rollout made ready for the update: frozen, the same at each of the mu steps."""
+    rollout: Rollout
+    micro: tuple[Micro, ...]                  # the forward's micro-batches
+    loss_mask: tuple[torch.Tensor, ...]       # per micro-batch [m, C]: tokens that carry loss
+    advantages: tuple[torch.Tensor, ...]      # per micro-batch [m, C]
+    old_logp: tuple[torch.Tensor | None, ...]   # pi_old when computed here (KL in the reward,
+                                              # stale samples); else taken at inner step 1
+    ref_logp: tuple[torch.Tensor | None, ...]   # pi_ref (None without a KL term)
+    returns: tuple[torch.Tensor | None, ...]    # PPO critic targets
+    old_values: tuple[torch.Tensor | None, ...]  # PPO critic's V_old (value clipping)
+    num_seqs: float                           # normalisers of the *global* batch
+    num_tokens: float
+    stats: types.MappingProxyType = field(default_factory=lambda: types.MappingProxyType({}))
+    is_weights: tuple[torch.Tensor, ...] | None = None   # stale-sample correction, or None
 
 
 @dataclass
-class Batch:
-    """A scored rollout made ready for the update; everything here is frozen for the mu steps."""
-    rollout: Rollout
-    micro: list                               # the forward's micro-batches (rows, mask [m, C])
-    loss_mask: list[torch.Tensor]             # per micro-batch [m, C]: tokens that carry loss
-    advantages: list[torch.Tensor]            # per micro-batch [m, C]
-    old_logp: list[torch.Tensor | None]       # pi_old: filled at inner step 1 unless computed
-    ref_logp: list[torch.Tensor | None]       # pi_ref (None without a KL term)
-    returns: list[torch.Tensor | None]        # PPO critic targets
-    old_values: list[torch.Tensor | None]     # PPO critic's V_old (value clipping)
-    num_seqs: float                           # normalisers of the *global* batch
-    num_tokens: float
-    stats: dict = field(default_factory=dict)
-    is_weights: list[torch.Tensor] = field(default_factory=list)   # stale-sample correction
+class InnerSteps:
+    """What changes across one batch's mu inner steps: pi_old's log-probs, taken from the
+    policy's own at inner step 1 (theta == theta_old there) unless `prepare` computed them."""
+    batch: Batch
+    old_logp: list[torch.Tensor | None]
+
+    @classmethod
+    def of(cls, batch: Batch) -> "InnerSteps":
+        return cls(batch, list(batch.old_logp))
 
 
 class PolicyUpdate:
     """`prepare(rollout) -> Batch`, then `step(batch, first)` mu times."""
 
     def __init__(self, cfg, policy, ref, critic, optimizer, scheduler, kl_ctl, baseline,
-                 forward, dist, device, precision, teacher=None):
+                 forward: Forward, dist, device, precision, teacher=None):
         self.cfg, self.policy, self.ref, self.critic = cfg, policy, ref, critic
         self.teacher = teacher          # on-policy distillation's frozen teacher, or None
         self.optimizer, self.scheduler, self.kl_ctl, self.baseline = (optimizer, scheduler,
                                                                       kl_ctl, baseline)
         self.forward, self.dist, self.device, self.precision = forward, dist, device, precision
+        self._inner: InnerSteps | None = None
+
+    def inner_steps(self, batch: Batch) -> InnerSteps:
+        """The inner steps' state of `batch` (started afresh for a batch not seen last)."""
+        if self._inner is None or self._inner.batch is not batch:
+            self._inner = InnerSteps.of(batch)
+        return self._inner
 
     # --- 1. freeze what the inner steps reuse -------------------------------------------------
     @torch.no_grad()
@@ -87,8 +109,8 @@ class PolicyUpdate:
         # gradient, which a forward may use to skip work.
         zero_adv_is_zero_grad = (adv is not None and self.ref is None and self.critic is None
                                  and self.teacher is None)
-        micro = fwd.micro_batches(rollout, cfg.micro_batch_size,
-                                  adv if zero_adv_is_zero_grad else None)
+        micro = tuple(fwd.micro_batches(rollout, cfg.micro_batch_size,
+                                        adv if zero_adv_is_zero_grad else None))
         valid = rollout.valid.to(self.device)
         trains = valid      # samples that carry loss: valid ones, minus truncated if filtered
         if cfg.mask_truncated_completions:     # DAPO's overlong filtering
@@ -97,33 +119,39 @@ class PolicyUpdate:
         if cfg.advantage in alg.SAMPLE_FILTERS:    # expert iteration: only the kept ones train
             trains = trains & (adv > 0)
         own = [policy_tokens(rollout, mb) for mb in micro]    # environment tokens: never trained
-        loss_mask = [o & trains[mb.rows, None] for o, mb in zip(own, micro)]
+        loss_mask = tuple(o & trains[mb.rows, None] for o, mb in zip(own, micro))
         with self.precision(), fwd.pass_over(micro):
-            ref = [fwd.logprobs(self.ref, mb, T)[0] if self.ref else None for mb in micro]
+            ref = tuple(fwd.logprobs(self.ref, mb, T)[0] if self.ref else None for mb in micro)
         corrected = importance.applies(rollout)     # samples from another engine's copy
         with self.precision(), fwd.pass_over(micro):
-            old = [fwd.logprobs(self.policy, mb, T)[0] if kl_in_reward or corrected else None
-                   for mb in micro]
+            old = tuple(fwd.logprobs(self.policy, mb, T)[0] if kl_in_reward or corrected
+                        else None for mb in micro)
         kl_tok = [alg.kl_estimate(cfg.kl_estimator, o, r).masked_fill(~p, 0.0)
                   if kl_in_reward else None for o, r, p in zip(old, ref, own)]
         n_seqs, n_tokens = self.dist.sum([int(trains.sum()), sum(int(m.sum()) for m in loss_mask)])
-        batch = Batch(rollout, micro, loss_mask, [], old, ref, [None] * len(micro),
-                      [None] * len(micro), num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0))
+        stats, returns, old_values = {}, (None,) * len(micro), (None,) * len(micro)
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
-            self._token_advantages(batch, kl_tok)
+            advantages, returns, old_values, stats = self._token_advantages(
+                rollout, micro, loss_mask, kl_tok)
         else:
             if adv is None:       # the KL is in the reward: r_i - beta * sum_t KL_it first
-                adv = self.outcome_advantages(rollout, self._kl_per_sequence(batch, kl_tok))
-            batch.advantages = [adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro]
-            batch.stats.update(self._advantage_stats(adv[valid]))
+                adv = self.outcome_advantages(rollout, self._kl_per_sequence(rollout, micro,
+                                                                             kl_tok))
+            advantages = tuple(adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro)
+            stats.update(self._advantage_stats(adv[valid]))
         if cfg.advantage in alg.SAMPLE_FILTERS:
-            batch.stats["samples/kept_frac"] = n_seqs / max(self.dist.sum([len(rollout)])[0], 1)
+            stats["samples/kept_frac"] = n_seqs / max(self.dist.sum([len(rollout)])[0], 1)
+        weights = None
         if corrected:     # truncated importance weights and mismatch metrics (importance.py)
-            batch.stats.update(importance.correct(batch, old, cfg, self.dist.gather))
+            weights, mismatch = importance.correct(rollout, micro, loss_mask, old, cfg,
+                                                   self.dist.gather)
+            stats.update(mismatch)
         # rows the forward left without a gradient (the fast forward's silent groups)
-        silent = sum(len(mb.rows) for mb in micro if getattr(mb, "silent", False))
-        batch.stats["update/silent_group_frac"] = silent / max(len(rollout), 1)
-        return batch
+        silent = sum(len(mb.rows) for mb in micro if mb.silent)
+        stats["update/silent_group_frac"] = silent / max(len(rollout), 1)
+        return Batch(rollout, micro, loss_mask, advantages, old, ref, returns, old_values,
+                     num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0),
+                     stats=types.MappingProxyType(stats), is_weights=weights)
 
     def outcome_advantages(self, r: Rollout, kl_seq: torch.Tensor | None = None) -> torch.Tensor:
         """Completion-level advantages [N] (REINFORCE, RLOO, GRPO family), to be repeated on every
@@ -140,38 +168,39 @@ class PolicyUpdate:
             answer_scores=torch.tensor([_answer_score(v) for v in r.verdicts]),
             keep_threshold=cfg.keep_threshold))
 
-    def _kl_per_sequence(self, batch: Batch, kl_tok: list) -> torch.Tensor:
-        kl_seq = torch.zeros(len(batch.rollout), device=self.device)
-        for mb, k in zip(batch.micro, kl_tok):
+    def _kl_per_sequence(self, rollout: Rollout, micro, kl_tok: list) -> torch.Tensor:
+        kl_seq = torch.zeros(len(rollout), device=self.device)
+        for mb, k in zip(micro, kl_tok):
             kl_seq[mb.rows] = k.sum(-1)
         return kl_seq
 
-    def _token_advantages(self, batch: Batch, kl_tok: list) -> None:
+    def _token_advantages(self, rollout: Rollout, micro, loss_mask, kl_tok: list):
         """Per-token estimators (PPO's GAE, REINFORCE++'s return): token rewards (-beta*KL per
         token + outcome at the end), critic values V_old when there is a critic, advantages
-        (whitened over the global batch if asked) and returns -- frozen for every inner step."""
-        cfg, evs = self.cfg, []
-        with self.precision(), self.forward.pass_over(batch.micro):
-            values = [self.forward.values(self.critic, mb) if self.critic is not None else None
-                      for mb in batch.micro]
-        for i, (mb, v) in enumerate(zip(batch.micro, values)):
-            outcome = batch.rollout.rewards.to(self.device)[mb.rows]
+        (whitened over the global batch if asked) and returns -- frozen for every inner step.
+        Returns (advantages, returns, V_old, stats), one entry per micro-batch."""
+        cfg, evs, advantages, returns, stats = self.cfg, [], [], [], {}
+        with self.precision(), self.forward.pass_over(micro):
+            values = tuple(self.forward.values(self.critic, mb) if self.critic is not None
+                           else None for mb in micro)
+        for i, (mb, v) in enumerate(zip(micro, values)):
+            outcome = rollout.rewards.to(self.device)[mb.rows]
             kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
             token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
             adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, v, mb.mask, cfg.gamma,
                                                            cfg.gae_lambda)
-            batch.advantages.append(adv.masked_fill(~batch.loss_mask[i], 0.0))
-            batch.returns[i], batch.old_values[i] = ret, v
+            advantages.append(adv.masked_fill(~loss_mask[i], 0.0))
+            returns.append(ret)
             if v is not None:
-                evs.append((v[batch.loss_mask[i]], ret[batch.loss_mask[i]]))
-        tokens = lambda xs: torch.cat([a[m] for a, m in zip(xs, batch.loss_mask)])
+                evs.append((v[loss_mask[i]], ret[loss_mask[i]]))
+        tokens = lambda xs: torch.cat([a[m] for a, m in zip(xs, loss_mask)])
         if cfg.whiten_advantages:
-            stats = alg.whitening_stats(tokens(batch.advantages), self.dist.sum)
-            batch.advantages = [alg.whiten(a, m, stats)
-                                for a, m in zip(batch.advantages, batch.loss_mask)]
+            whitening = alg.whitening_stats(tokens(advantages), self.dist.sum)
+            advantages = [alg.whiten(a, m, whitening) for a, m in zip(advantages, loss_mask)]
         if self.critic is not None:
-            batch.stats.update(self._critic_stats(evs))
-        batch.stats.update(self._advantage_stats(tokens(batch.advantages)))
+            stats.update(self._critic_stats(evs))
+        stats.update(self._advantage_stats(tokens(advantages)))
+        return tuple(advantages), tuple(returns), values, stats
 
     def _advantage_stats(self, adv: torch.Tensor) -> dict:
         a = torch.cat([x.to(torch.float64) for x in self.dist.gather(adv.detach().cpu())])
@@ -213,46 +242,67 @@ class PolicyUpdate:
         return UpdateStats.merged(self.dist.gather(acc)).result(float(grad_norm))
 
     def micro_loss(self, batch: Batch, i: int, first: bool, acc: UpdateStats) -> torch.Tensor:
-        """-J(theta) on micro-batch i: -min(r A, clip(r) A) + beta*KL per token, aggregated per
-        the preset and normalised by the whole batch's counts (plus PPO's value loss, and with
-        a teacher distill_coef times the token-mean reverse KL to it)."""
+        """-J(theta) on micro-batch i -- the clipped surrogate, per token, aggregated per the
+        preset and normalised by the whole batch's counts -- plus the terms the configuration
+        turns on, each below with its paper."""
         cfg, mb, mask = self.cfg, batch.micro[i], batch.loss_mask[i]
         logp, distill_kl, entropy = self.student_logprobs(mb, first)
-        if batch.old_logp[i] is None:       # inner step 1: theta == theta_old, ratio == 1
-            batch.old_logp[i] = logp.detach()
-        obj, low, high = alg.policy_objective(cfg.policy_loss, logp, batch.old_logp[i],
-                                              batch.advantages[i], mask,
-                                              cfg.clip_eps_low, cfg.clip_eps_high)
+        old = self.inner_steps(batch).old_logp
+        if old[i] is None:       # inner step 1: theta == theta_old, ratio == 1
+            old[i] = logp.detach()
+        obj, low, high = alg.policy_objective(cfg.policy_loss, logp, old[i], batch.advantages[i],
+                                              mask, cfg.clip_eps_low, cfg.clip_eps_high)
         per_token = -obj
-        if batch.is_weights:              # truncated importance weights pi_old / pi_sampler
+        if batch.is_weights is not None:
             per_token = per_token * batch.is_weights[i]
-        if self.ref is not None:
-            kl = alg.kl_estimate(cfg.kl_estimator, logp, batch.ref_logp[i])
-            if cfg.kl_in == "loss":
-                per_token = per_token + self.kl_ctl.beta * kl
-            if first:
-                acc.kl(logp.detach(), batch.ref_logp[i], mask)
+        kl = self.kl_penalty(batch, i, logp, first, acc)
+        if kl is not None:
+            per_token = per_token + kl
         norm = dict(num_seqs=batch.num_seqs, num_tokens=batch.num_tokens,
                     max_len=cfg.max_completion_length)
         policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
         loss = policy_loss
-        if distill_kl is not None:      # on-policy distillation: + coef * token-mean reverse KL
-            distill = alg.aggregate_loss(distill_kl, mask, "token_mean", **norm)
-            loss = loss + cfg.distill_coef * distill
-            acc.add("loss/distill", cfg.distill_coef * distill.item())
-            if first:                   # at theta_old, the policy that sampled
-                acc.add("kl/teacher", distill.item())
+        if distill_kl is not None:
+            loss = loss + self.distill_term(distill_kl, mask, norm, first, acc)
         if self.critic is not None:
-            values = self.forward.values(self.critic, mb)
-            per_tok_v = alg.value_loss(values, batch.returns[i], mask, batch.old_values[i],
-                                       cfg.cliprange_value)
-            vloss = alg.aggregate_loss(per_tok_v, mask, "seq_mean_token_mean", **norm)
-            loss = loss + cfg.critic_weight * vloss
-            acc.add("loss/value", vloss.item())
+            loss = loss + self.value_term(batch, i, norm, acc)
         acc.add("loss", loss.item())
         acc.add("loss/policy", policy_loss.item())
         acc.tokens(mask, low, high, entropy)
         return loss
+
+    # The terms. The importance weight (truncated importance sampling, Yao et al. 2025) is
+    # `Batch.is_weights`, multiplied into the surrogate above; the others:
+    def kl_penalty(self, batch: Batch, i: int, logp, first: bool, acc) -> torch.Tensor | None:
+        """beta * KL(pi_theta || pi_ref) per token, in the loss (DeepSeekMath eq. 3's second
+        term, estimated by eq. 4's k3 or k2); None when the KL is in the reward or off."""
+        if self.ref is None:
+            return None
+        if first:
+            acc.kl(logp.detach(), batch.ref_logp[i], batch.loss_mask[i])
+        if self.cfg.kl_in != "loss":
+            return None
+        return self.kl_ctl.beta * alg.kl_estimate(self.cfg.kl_estimator, logp, batch.ref_logp[i])
+
+    def distill_term(self, distill_kl, mask, norm: dict, first: bool, acc) -> torch.Tensor:
+        """distill_coef * the token-mean reverse KL(pi_theta || teacher) (on-policy
+        distillation, GKD, Agarwal et al. 2024)."""
+        distill = alg.aggregate_loss(distill_kl, mask, "token_mean", **norm)
+        acc.add("loss/distill", self.cfg.distill_coef * distill.item())
+        if first:                   # at theta_old, the policy that sampled
+            acc.add("kl/teacher", distill.item())
+        return self.cfg.distill_coef * distill
+
+    def value_term(self, batch: Batch, i: int, norm: dict, acc) -> torch.Tensor:
+        """critic_weight * the critic's squared error to the returns (PPO, Schulman et al.
+        2017, eq. 9's c1 * L^VF; clipped around V_old when cliprange_value > 0)."""
+        mb, mask = batch.micro[i], batch.loss_mask[i]
+        values = self.forward.values(self.critic, mb)
+        per_tok_v = alg.value_loss(values, batch.returns[i], mask, batch.old_values[i],
+                                   self.cfg.cliprange_value)
+        vloss = alg.aggregate_loss(per_tok_v, mask, "seq_mean_token_mean", **norm)
+        acc.add("loss/value", vloss.item())
+        return self.cfg.critic_weight * vloss
 
     def student_logprobs(self, mb, first: bool):
         """log pi_theta of the sampled tokens [m, C], with a teacher the reverse KL to it at each

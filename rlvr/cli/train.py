@@ -49,8 +49,9 @@ def add_run_arguments(p, config_cls) -> None:
                        only_given=True)
     from rlvr.trainer.run import ALIASES
     hints = typing.get_type_hints(config_cls)
+    fields = {f.name for f in dataclasses.fields(config_cls)}
     for old, new in ALIASES.items():       # old names: read, renamed with a warning
-        if new in hints and old not in hints:
+        if new in fields and old not in fields:
             p.add_argument("--" + old.replace("_", "-"), dest=old, default=argparse.SUPPRESS,
                            type=option_type(old, hints[new]), help=argparse.SUPPRESS)
 
