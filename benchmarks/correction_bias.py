@@ -3,6 +3,7 @@ correction to use" in docs/rollout_server.md.
 
     python benchmarks/correction_bias.py            # rewrites the table in docs/rollout_server.md
     python benchmarks/correction_bias.py --print    # prints it instead
+    python benchmarks/correction_bias.py --smollm2  # SmolLM2-135M's bf16 gap, for scale
 
 A random Llama small enough to enumerate every completion: vocabulary V = 8, completions of
 L = 4 tokens after a fixed 6-token prompt, so all V^L = 4096 completions are scored at once and
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import os
 import sys
 import time
@@ -114,7 +114,8 @@ def measure(trainer, sampler_logp, inputs, reward, knobs, batches: int, batch: i
              for _ in range(batches)]
     rows = {"kl": kl, "ratio": _ratio_quantiles(log_r.exp(), p_s)}
     for name in CORRECTIONS:
-        marks = correction_weights(old, sampler_logp, mask, name, knobs, adv_s[:, None].expand(-1, L))
+        marks = correction_weights(old, sampler_logp, mask, name, knobs,
+                                   adv_s[:, None].expand(-1, L))
         g = gradient(trainer, inputs, p_s[:, None].float() * marks.weights * adv_s[:, None])
         cut = ((marks.clipped | marks.masked).double() * p_s[:, None]).sum() / L
         noisy = []
@@ -137,6 +138,37 @@ def _ratio_quantiles(ratio: torch.Tensor, p_s: torch.Tensor) -> tuple[float, flo
     order = r.argsort()
     cdf = w[order].cumsum(0) / w.sum()
     return tuple(float(r[order][int((cdf < q).sum())]) for q in (0.05, 0.95))
+
+
+def smollm2_mismatch(n: int = 8, tokens: int = 48, seed: int = 0) -> str:
+    """The same bf16-vs-fp32 mismatch on SmolLM2-135M-Instruct: n completions of `tokens`
+    sampled by the bf16 copy (T = 1, no top-k/top-p), scored by both (tokens after an EOS
+    included). How large a real model's kernel gap is, next to the enumerable model's."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from rlvr.trainer.smollm import smollm2_folder
+    path = smollm2_folder()
+    tok = AutoTokenizer.from_pretrained(path)
+    fp32 = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    bf16 = copy.deepcopy(fp32).to(torch.bfloat16)
+    ids = tok.apply_chat_template([{"role": "user", "content": "What is 17 * 23? Think step by "
+                                    "step."}], add_generation_prompt=True, return_tensors="pt")
+    ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = bf16.generate(ids.repeat(n, 1), attention_mask=torch.ones_like(ids).repeat(n, 1),
+                            do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                            max_new_tokens=tokens, pad_token_id=tok.pad_token_id)
+        p = ids.shape[1]
+        lp = [torch.log_softmax(m(out).logits[:, p - 1:-1].float(), -1)
+              .gather(-1, out[:, p:, None]).squeeze(-1) for m in (fp32, bf16)]
+    log_r = lp[0] - lp[1]
+    r = log_r.exp()
+    q = torch.quantile(r.flatten().double(), torch.tensor([0.05, 0.95], dtype=torch.float64))
+    geo = log_r.mean(-1).exp()
+    return (f"SmolLM2-135M-Instruct, bf16 sampler vs fp32 trainer, {n} x {out.shape[1] - p} "
+            f"tokens: KL k3 {float((r - 1 - log_r).mean()):.1e} per token, token ratio p05 - "
+            f"p95 {float(q[0]):.3f} - {float(q[1]):.3f}, geometric-mean ratios "
+            f"{float(geo.min()):.3f} - {float(geo.max()):.3f}")
 
 
 def table(results: dict, header: str) -> str:
@@ -165,7 +197,13 @@ def main() -> int:
     ap.add_argument("--stale", default="1,4", help="updates the stale samplers missed")
     ap.add_argument("--batches", type=int, default=16)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--smollm2", action="store_true",
+                    help="only print the bf16-vs-fp32 mismatch of SmolLM2-135M (a few minutes)")
     args = ap.parse_args()
+    if args.smollm2:
+        load = os.getloadavg()[0]
+        print(f"{smollm2_mismatch(seed=args.seed)} (load average {load:.1f})")
+        return 0
     torch.set_num_threads(1)
     from rlvr.trainer.importance import Knobs
     knobs = Knobs()
@@ -177,8 +215,8 @@ def main() -> int:
     inputs = torch.cat([prompt.expand(len(seqs), -1), seqs], 1)
     reward = (torch.rand(len(seqs), generator=gen, dtype=torch.float64) < 0.3).double()
     bf16 = copy.deepcopy(model).to(torch.bfloat16)
-    scenarios = {"attention (eager vs SDPA)": (model, scored(with_attention(model, "eager"), inputs)),
-                 "bf16": (model, scored(bf16, inputs))}
+    eager = scored(with_attention(model, "eager"), inputs)
+    scenarios = {"attention (eager vs SDPA)": (model, eager), "bf16": (model, scored(bf16, inputs))}
     for k in (int(s) for s in args.stale.split(",") if s):
         scenarios[f"bf16 + {k} stale"] = (stale(model, inputs, reward, k, args.lr),
                                           scored(bf16, inputs))

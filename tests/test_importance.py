@@ -44,7 +44,8 @@ EXPECTED = {
     "offpolicy_mask": [[1.0, 1.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0]],
     "none": [[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 0.0]],
 }
-TRUNCATED = {"token": [[0, 0], [1, 0], [0, 0], [0, 0]], "sequence": [[0, 0], [1, 0], [0, 0], [0, 0]]}
+TRUNCATED = {"token": [[0, 0], [1, 0], [0, 0], [0, 0]],
+             "sequence": [[0, 0], [1, 0], [0, 0], [0, 0]]}
 
 
 def test_every_correction_has_a_hand_computed_row():

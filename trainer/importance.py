@@ -24,7 +24,8 @@ normalisers still count it). The menu, `CORRECTIONS` (C, [lo, hi] and delta are 
   offpolicy_mask  DeepSeek-V3.2's off-policy sequence mask:
                   w_it = 0 if A_i < 0 and 1/|o_i| sum_t log(pi_s(o_it) / pi_old(o_it)) > delta,
                   else 1   (DeepSeek-AI 2025, "DeepSeek-V3.2: pushing the frontier of open
-                  large language models"; A_i is the sequence's mean advantage)
+                  large language models"; A_i is the sequence's mean advantage, and the
+                  trainer's pi_old stands for the paper's pi_theta: weights are frozen)
   none            w_it = 1 (the mismatch is still measured)
 
 Truncation bounds the variance a token with a tiny pi_s could add, at the price of a bias
