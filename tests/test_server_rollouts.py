@@ -13,7 +13,7 @@ import torch
 
 from rlvr.core import BaseReward, Verdict
 from rlvr.trainer import TrainConfig
-from rlvr.trainer.importance import mismatch_metrics, truncated_weights
+from rlvr.trainer.importance import Knobs, mismatch_metrics, truncated_weights
 from rlvr.trainer.loop import Trainer
 from rlvr.trainer.models import load_policy, load_tokenizer
 from rlvr.trainer.server_engine import ServerEngine, ServerError
@@ -78,7 +78,7 @@ def test_sequence_level_weight_is_the_product_truncated_on_every_token():
 
 
 def test_mismatch_metrics_by_hand():
-    m = mismatch_metrics(TRAINER, SAMPLER, MASK, "token", 2.5)
+    m = mismatch_metrics(TRAINER, SAMPLER, MASK, "token", Knobs(threshold=2.5))
     # log r = (ln 2, ln 0.5, ln 3); k1 = mean(-log r) = -(ln 2 - ln 2 + ln 3)/3 = -ln(3)/3
     assert m["mismatch/kl_k1"] == pytest.approx(-math.log(3) / 3)
     # k3 = mean((r - 1) - log r) = ((1 - ln 2) + (-0.5 + ln 2) + (2 - ln 3)) / 3 = (2.5 - ln 3)/3
@@ -88,7 +88,7 @@ def test_mismatch_metrics_by_hand():
     assert m["mismatch/ratio_p50"] == pytest.approx(2.0)
     assert m["mismatch/ratio_p95"] == pytest.approx(2.9)
     assert m["mismatch/truncated_frac"] == pytest.approx(1 / 3)          # 3.0 of three
-    seq = mismatch_metrics(TRAINER, SAMPLER, MASK, "sequence", 2.5)
+    seq = mismatch_metrics(TRAINER, SAMPLER, MASK, "sequence", Knobs(threshold=2.5))
     # sequence ratios (1.0, 3.0): median 2.0, one of two truncated; the KL stays per token
     assert seq["mismatch/ratio_p50"] == pytest.approx(2.0)
     assert seq["mismatch/truncated_frac"] == pytest.approx(0.5)
@@ -96,7 +96,7 @@ def test_mismatch_metrics_by_hand():
 
 
 def test_equal_log_probs_mean_no_mismatch():
-    m = mismatch_metrics(TRAINER, TRAINER, MASK, "token", 2.0)
+    m = mismatch_metrics(TRAINER, TRAINER, MASK, "token", Knobs(threshold=2.0))
     assert m["mismatch/kl_k1"] == 0 and m["mismatch/kl_k3"] == 0
     assert m["mismatch/ratio_p05"] == m["mismatch/ratio_p95"] == 1.0
     assert m["mismatch/truncated_frac"] == 0.0

@@ -9,7 +9,7 @@ configuration never reads (`unused_knobs`), next to the knobs themselves. Knobs 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .algorithms import TOKEN_ADVANTAGES
 from .presets import by_preset
@@ -161,12 +161,24 @@ class Engine:
     """Retries per request after the first attempt; then the step is refused with an error and
     the run resumes from its last checkpoint."""
     importance_correction: str = "token"
-    """Correction of samples drawn by a server's copy of the policy (truncated importance
-    sampling, Yao et al. 2025): 'token' (weight min(pi_old/pi_server, C) per token),
-    'sequence' (one weight per completion, the product of its ratios, truncated) or 'none'.
-    The mismatch is logged as mismatch/* either way."""
+    """How samples from a server's policy copy are reweighted (docs/rollout_server.md): token,
+    sequence, token_mask, sequence_mask, geometric_mask, icepop, offpolicy_mask or none."""
     importance_threshold: float = 2.0
-    """C: importance weights above it are truncated to it."""
+    """C: token and sequence truncate importance weights above it to it."""
+    importance_mask_low: float = 0.5
+    """token_mask / sequence_mask drop a token / completion whose ratio is below it."""
+    importance_mask_high: float = 2.0
+    """token_mask / sequence_mask drop a token / completion whose ratio is above it."""
+    importance_geo_low: float = 0.99
+    """geometric_mask drops a completion whose geometric-mean ratio is below it."""
+    importance_geo_high: float = 1.01
+    """geometric_mask drops a completion whose geometric-mean ratio is above it."""
+    importance_icepop_low: float = 0.5
+    """icepop's alpha: a token whose ratio is below it gets no gradient (IcePop's value)."""
+    importance_icepop_high: float = 5.0
+    """icepop's beta: a token whose ratio is above it gets no gradient (IcePop's value)."""
+    importance_kl_threshold: float = 1e-3
+    """offpolicy_mask's delta: drop a negative-advantage completion whose mean KL is above it."""
 
     def unused_knobs(self) -> dict[str, str]:
         """knob -> why this configuration never reads it ('' when it does)."""
@@ -174,8 +186,9 @@ class Engine:
         return {"vllm_gpu_memory_utilization": "" if self.rollout_engine == "vllm" else _NOT_USED,
                 **{k: server for k in ("server_url", "server_model", "server_sync",
                                        "server_weights_dir", "sync_every", "server_concurrency",
-                                       "server_timeout_s", "server_retries",
-                                       "importance_correction", "importance_threshold")}}
+                                       "server_timeout_s", "server_retries")},
+                **{f.name: server for f in fields(self)
+                   if f.name.startswith("importance_")}}
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 from rlvr.core import Completion
 from rlvr.usage import require_extra
 
-from .importance import LEVELS
+from . import importance
 from .episodes import Continuation
 from .rollout import Rollout, encode_prompt, eos_ids
 
@@ -120,13 +120,11 @@ def check_settings(cfg) -> None:
     if cfg.server_sync not in SYNC_STRATEGIES:
         raise ValueError(f"server_sync={cfg.server_sync!r}; choose from "
                          f"{', '.join(SYNC_STRATEGIES)}")
-    if cfg.importance_correction not in LEVELS:
-        raise ValueError(f"importance_correction={cfg.importance_correction!r}; choose from "
-                         f"{', '.join(LEVELS)}")
+    importance.check_settings(cfg)
     if cfg.sync_every < 1 or cfg.server_concurrency < 1 or cfg.server_retries < 0 \
-            or cfg.server_timeout_s <= 0 or cfg.importance_threshold <= 0:
-        raise ValueError("need sync_every >= 1, server_concurrency >= 1, server_retries >= 0, "
-                         "server_timeout_s > 0 and importance_threshold > 0")
+            or cfg.server_timeout_s <= 0:
+        raise ValueError("need sync_every >= 1, server_concurrency >= 1, server_retries >= 0 "
+                         "and server_timeout_s > 0")
     if cfg.lora_rank:
         raise ValueError("LoRA with rollout_engine='server' is not supported: the server "
                          "reloads whole models; use full fine-tuning or rollout_engine='hf'")

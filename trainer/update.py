@@ -143,8 +143,8 @@ class PolicyUpdate:
             stats["samples/kept_frac"] = n_seqs / max(self.dist.sum([len(rollout)])[0], 1)
         weights = None
         if corrected:     # truncated importance weights and mismatch metrics (importance.py)
-            weights, mismatch = importance.correct(rollout, micro, loss_mask, old, cfg,
-                                                   self.dist.gather)
+            weights, mismatch = importance.correct(rollout, micro, loss_mask, advantages, old,
+                                                   cfg, self.dist.gather)
             stats.update(mismatch)
         # rows the forward left without a gradient (the fast forward's silent groups)
         silent = sum(len(mb.rows) for mb in micro if mb.silent)
