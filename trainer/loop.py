@@ -26,6 +26,7 @@ business (trainer/reference.py, the definition; trainer/fast.py, the default).
 from __future__ import annotations
 
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 import torch
 
 from rlvr.envs.registry import pooled_env_reward
+from rlvr.monitor import Monitor, MonitorSettings
 from rlvr.pooled_reward import derive_deadline
 
 from . import algorithms as alg
@@ -71,6 +73,9 @@ class Trainer:
         if cfg.tune_allocator and self.device.type == "cpu":
             release_freed_memory()      # freed activations leave the process (allocator.py)
         self.env = rlvr.load_env(cfg.env, **cfg.env_kwargs)
+        # reward hacking caught while it happens (docs/monitoring.md)
+        self.monitor = Monitor(self.env, cfg.env, MonitorSettings.from_config(cfg),
+                               self.run_dir, cfg.seed, self.dist.is_main)
         self.run_dir.mkdir(parents=True, exist_ok=True)     # after the checks that can refuse
         if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
@@ -202,8 +207,14 @@ class Trainer:
                     result = self.evaluate()
                     if main:
                         log.log(self.step, result, "eval.jsonl")
-                if last or (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
-                    self.save_checkpoint()
+                stop = any(self.dist.gather(self.monitor.stop_reason))   # monitor_action='stop'
+                if last or stop or (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
+                    ckpt = self.save_checkpoint()
+                if stop:
+                    if main:
+                        print(f"{self.monitor.stop_reason}; checkpoint {ckpt}; continue with "
+                              f"`rlvr train --resume {self.run_dir}`", file=sys.stderr, flush=True)
+                    break
         finally:
             if log is not None:
                 log.close()
@@ -214,8 +225,10 @@ class Trainer:
         cfg, t0 = self.cfg, time.perf_counter()
         with self.sharding.gathered():       # FSDP2: sample from the gathered policy
             rollout, metrics = self.collect()                   # sample with pi_old, score
+        watch = self.monitor.observe(rollout, self.step + 1)    # flags, second opinion
         t1 = time.perf_counter()
         batch = self.prepare(rollout)                           # freeze ref/values/advantages
+        self.monitor.screen(batch, watch)                       # flagged rows: no gradient
         inner = [self.update(batch, first=(k == 0)) for k in range(cfg.inner_steps)]
         self.engine.sync_weights(self.policy)                  # theta_old <- theta
         t2 = time.perf_counter()
@@ -225,6 +238,7 @@ class Trainer:
         if self.ref is not None:      # Ziegler et al.'s horizon counts samples, not steps
             self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")), int(n_samples))
         metrics.update(batch.stats)
+        metrics.update(watch.metrics)
         metrics.update(merge_inner_steps(inner))
         metrics.update({"beta": beta, "lr": self.scheduler.get_last_lr()[0],
                         "timing/update_s": t2 - t1, "timing/step_s": t2 - t0,
@@ -246,7 +260,8 @@ class Trainer:
         for rounds in range(1, (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1) + 1):
             needs = ctx.gather(need)            # the same global prompt list on every rank
             offset = sum(needs[:ctx.rank])
-            tasks = self.stream.take(sum(needs))[offset:offset + need]
+            tasks = self.monitor.plant(self.stream.take(sum(needs))[offset:offset + need],
+                                       self.step)               # honeypot_frac
             if tasks:
                 t0 = time.perf_counter()
                 seeds = group_seeds(cfg.seed, self.step, rounds, count=need, offset=offset)

@@ -51,6 +51,7 @@ class Panel:
     unit_interval: bool = False   # rates and accuracies: the y axis shows at least [0, 1]
     measurements: bool = False    # separate measurements (evaluations): points with 95%
                                   # intervals from each row's `tasks`, never joined by a line
+    needs: str = ""               # drawn only for runs that logged a metric with this prefix
 
 
 PANELS: tuple[Panel, ...] = (
@@ -84,6 +85,16 @@ EPISODE_PANELS: tuple[Panel, ...] = (
           (Series("tool_calls/mean", "tool calls per episode"),
            Series("tool_calls/error_rate", "share of calls that failed"),
            Series("turns/mean", "turns per episode"))),
+)
+
+# The reward-hacking monitor (docs/monitoring.md): its rates beside the reward, drawn next to the
+# reward panel for runs that logged them, with no note for runs that did not.
+MONITOR_PANELS: tuple[Panel, ...] = (
+    Panel("monitor", "Reward-hacking monitor", "rate over the rollout batch",
+          (Series("reward", "reward (weighted)"), Series(r"hack/(.+)", pattern=True),
+           Series("monitor/disagree_reward", "second opinion: we reward, they do not"),
+           Series("monitor/disagree_refuse", "second opinion: they reward, we do not")),
+          unit_interval=True, needs="hack/"),
 )
 
 # Supervised fine-tuning runs (`rlvr sft`, config.json's "kind": "sft"): their own panels
@@ -221,6 +232,9 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
     styles = ["-", "--", ":", "-."]
     drawn, values = 0, []
     for r, run in enumerate(runs):
+        if panel.needs and not any(k.startswith(panel.needs)
+                                   for row in run.rows.get(panel.source, []) for k in row):
+            continue
         for s, (label, xs, ys) in enumerate(_curves(run, panel)):
             # One run: a colour per series. Several: a colour per run, a line style per series.
             color = colors[(s if len(runs) == 1 else r) % len(colors)]
@@ -305,14 +319,15 @@ def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
     report = PlotReport(notes=[n for run in runs for n in run.notes])
     present = []
     sft = all(run.kind == "sft" for run in runs)
-    for panel in SFT_PANELS if sft else (*PANELS, *EPISODE_PANELS):
+    for panel in SFT_PANELS if sft else (*PANELS[:1], *MONITOR_PANELS, *PANELS[1:],
+                                         *EPISODE_PANELS):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if _draw(ax, panel, runs):
             fig.tight_layout()
             fig.savefig(out_dir / f"{panel.name}.png", dpi=110)
             report.files.append(out_dir / f"{panel.name}.png")
             present.append(panel)
-        elif panel not in EPISODE_PANELS and panel.name != "sft_eval_loss":
+        elif panel not in EPISODE_PANELS + MONITOR_PANELS and panel.name != "sft_eval_loss":
             wanted = ", ".join(s.metric for s in panel.series)
             report.notes.append(f"skipped '{panel.name}' ({panel.title}): no {wanted} "
                                 f"in {panel.source}")

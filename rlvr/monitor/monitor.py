@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,7 +102,7 @@ class Monitor:
         """Run the detectors on every row, the second opinion on a sample (every `every`
         steps), score the honeypots; honeypot rows become invalid (out of baselines and
         losses). Updates the streaks that `action = "stop"` reads."""
-        watch = Watch()
+        watch, start = Watch(), time.perf_counter()
         if not self.on:
             return watch
         rows = range(len(rollout))
@@ -117,6 +118,7 @@ class Monitor:
             watch.screened = [i for i in real if watch.flags[i]]
             watch.metrics["monitor/screened"] = len(watch.screened)
         self._update_streaks(watch.metrics, step)
+        watch.metrics["timing/monitor_s"] = time.perf_counter() - start
         return watch
 
     def _kind_detectors(self, task) -> list:
