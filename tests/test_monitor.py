@@ -248,3 +248,13 @@ def test_hack_rates_are_plotted_beside_the_reward_only_when_logged(tmp_path):
         names = [p.name for p in report.files]
         assert ("monitor.png" in names) == bool(extra)
         assert not any("monitor" in note for note in report.notes)
+
+
+def test_a_bad_monitor_setting_is_refused_before_the_model_loads(tiny_model, tmp_path, capsys):
+    args = ["train", f"model={tiny_model}", f"output_dir={tmp_path / 'run'}", "steps=1"]
+    assert main(args + ["monitor_action=loud"]) == 2
+    assert "monitor_action='loud'; expected one of ['off', 'log', 'screen', 'stop']" in \
+        capsys.readouterr().err
+    assert main(args + ["monitor_detectors=[\"no-such\"]"]) == 2
+    assert "unknown detector 'no-such'" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()

@@ -272,26 +272,18 @@ class TrainConfig:
     """Test tasks per evaluation."""
     eval_k: int = 4
     """Samples per test task for pass@k (pass@1 is greedy)."""
-    # --- the monitor (docs/monitoring.md) ----------------------------------------------------
     monitor_action: str = "log"
-    """What the reward-hacking monitor does: 'log' (hack/* and monitor/* metrics, disagreements
-    in output_dir/monitor/disagreements.jsonl), 'screen' (also: flagged samples get zero
-    advantage and no loss), 'stop' (also: the run ends, checkpoint written, when a rate stays
-    above monitor_threshold for monitor_patience steps) or 'off'."""
+    """Reward-hacking monitor (docs/monitoring.md): 'log', 'screen', 'stop' or 'off'."""
     monitor_every: int = 10
-    """Every N steps, monitor_sample of the step's completions are re-scored by an independent
-    checker of the environment (the second opinion); 0 = never (detectors still run)."""
-    monitor_sample: int = 32
-    """Completions re-scored by each second opinion."""
+    """Second opinion on 32 of the step's samples every N steps; 0 = never."""
     monitor_threshold: float = 0.5
-    """monitor_action='stop': a hack/* rate or monitor/disagree_reward above this ..."""
+    """monitor_action='stop': a hack/* or monitor/disagree_reward rate above this ..."""
     monitor_patience: int = 3
-    """... for this many observed steps in a row stops the run."""
+    """... for this many observed steps in a row stops the run (checkpoint written)."""
     monitor_detectors: tuple = ()
-    """Detectors to run by name (`rlvr monitor --list`); empty = every one that applies."""
+    """Detectors run, by name (`rlvr monitor --list`); empty = all that apply."""
     honeypot_frac: float = 0.0
-    """Share of each step's prompts replaced by honeypots: tasks with a planted loophole whose
-    use is recognisable (hack/honeypot_rate); they never carry gradient. 0 = none."""
+    """Share of prompts that are honeypots (planted loophole; never trained on)."""
 
     def __post_init__(self):
         self.scale_rewards = _legacy_scale_rewards(self.scale_rewards)
@@ -405,8 +397,6 @@ class TrainConfig:
             raise ValueError("LoRA with rollout_engine='vllm' is not supported: use 'hf'")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
-        from rlvr.monitor import MonitorSettings
-        MonitorSettings.from_config(self).validate()
 
     @property
     def adaptive_kl(self) -> bool:

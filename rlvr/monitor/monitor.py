@@ -32,7 +32,12 @@ DISAGREEMENTS = "monitor/disagreements.jsonl"
 
 @dataclass
 class MonitorSettings:
-    """What the monitor does (the `monitor_*` and `honeypot_frac` fields of TrainConfig)."""
+    """What the monitor does: `action` 'log' (hack/* and monitor/* metrics, disagreements in
+    RUN/monitor/disagreements.jsonl), 'screen' (also: flagged samples get zero advantage and
+    no loss), 'stop' (also: the run ends, checkpoint written, when a rate stays above
+    `threshold` for `patience` observed steps) or 'off'; a second opinion on `sample` of the
+    step's completions every `every` steps; `honeypot_frac` of the prompts are honeypots.
+    TrainConfig's `monitor_*` and `honeypot_frac` fields set them."""
     action: str = "log"
     every: int = 10
     sample: int = 32
@@ -43,9 +48,9 @@ class MonitorSettings:
 
     @classmethod
     def from_config(cls, cfg) -> "MonitorSettings":
-        return cls(cfg.monitor_action, cfg.monitor_every, cfg.monitor_sample,
-                   cfg.monitor_threshold, cfg.monitor_patience, cfg.honeypot_frac,
-                   tuple(cfg.monitor_detectors))
+        return cls(cfg.monitor_action, cfg.monitor_every, threshold=cfg.monitor_threshold,
+                   patience=cfg.monitor_patience, honeypot_frac=cfg.honeypot_frac,
+                   detectors=tuple(cfg.monitor_detectors))
 
     def validate(self) -> None:
         if self.action not in ACTIONS:
@@ -54,10 +59,12 @@ class MonitorSettings:
             raise ValueError("monitor_every must be >= 0, monitor_sample and monitor_patience >= 1")
         if not 0 <= self.honeypot_frac < 1:
             raise ValueError(f"honeypot_frac must be in [0, 1), got {self.honeypot_frac}")
-        if self.detectors:
-            from .detectors import get_detector
-            for name in self.detectors:
+        from .detectors import UnknownDetectorError, get_detector
+        for name in self.detectors:
+            try:
                 get_detector(name)
+            except UnknownDetectorError as exc:     # a setting, refused like the others
+                raise ValueError(str(exc)) from exc
 
 
 @dataclass
