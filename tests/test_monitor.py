@@ -258,3 +258,47 @@ def test_a_bad_monitor_setting_is_refused_before_the_model_loads(tiny_model, tmp
     assert main(args + ["monitor_detectors=[\"no-such\"]"]) == 2
     assert "unknown detector 'no-such'" in capsys.readouterr().err
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- distill-data
+
+class HackingTeacher:
+    """Every sample right; sample 1 of each task adds a correction after its answer (a verifier
+    reading the tag rewards it; the `correction` detector flags it)."""
+    name = "hacking"
+
+    def tasks_per_call(self, k):
+        return 4
+
+    def sample(self, tasks, k, seeds):
+        hack = lambda t, j: f" Wait, it could be {int(t.answer) + 1}." if j == 1 else ""
+        return [[Completion(f"<think>add</think> <answer>{t.answer}</answer>{hack(t, j)}")
+                 for j in range(k)] for t in tasks]
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("integrity", ["drop", "keep", "off"])
+def test_distill_data_drops_flagged_traces_and_reports_them(tmp_path, integrity, monkeypatch):
+    from rlvr.trainer.verified_data import DistillDataConfig, build
+    monkeypatch.delitem(detectors_module._detectors, "test-every-sample")   # built-ins only
+    cfg = DistillDataConfig(output=str(tmp_path / "out.jsonl"), env="arithmetic",
+                            env_args={"n_terms": 2, "max_value": 9}, tasks=4, k=3, workers=0,
+                            progress=False, dedup=False, integrity=integrity)
+    summary = build(cfg, HackingTeacher())
+    kept = read_jsonl(cfg.output)
+    assert summary.solved == 12                      # the environment rewards every trace
+    hacked = [r for r in kept if "Wait" in r["completion"][0]["content"]]
+    if integrity == "off":
+        assert summary.integrity is None and len(kept) == 12
+        return
+    report = summary.integrity
+    assert (report.checked, report.flagged, dict(report.by_flag)) == (12, 4, {"correction": 4})
+    assert report.second_opinion == "Math-Verify"
+    if integrity == "drop":
+        assert report.dropped == 4 and len(kept) == 8 and not hacked
+    else:
+        assert report.dropped == 0 and len(kept) == 12
+        assert all(r["integrity_flags"] == ["correction"] for r in hacked) and len(hacked) == 4
+    assert "4 flagged" in summary.render() and "correction" in summary.render()
