@@ -85,5 +85,5 @@ def _disagreements(run: Path, top: int) -> list[str]:
 def detector_table() -> str:
     """Every registered detector: name, kinds, what it looks for."""
     from .detectors import list_detectors
-    return "\n".join(f"{d.name:20s} {','.join(d.kinds):28s} {d.description}"
+    return "\n".join(f"{d.name:20s} {','.join(d.kinds):36s} {d.description}"
                      for d in list_detectors())
