@@ -26,10 +26,15 @@ TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 16, "ov
         "env_kwargs": {"n_terms": 2, "max_value": 9, "prompt_style": "base", "format_weight": 1.0}}
 
 
-@register_detector("test-every-sample", kinds=("answer",))
-def every_sample(sample):
-    """Fires on every sample (tests of the actions)."""
-    return "always"
+@pytest.fixture
+def every_sample():
+    """A detector that fires on every sample (tests of the actions), registered for one test."""
+    @register_detector("test-every-sample", kinds=("answer",))
+    def always(sample):
+        """Fires on every sample."""
+        return "always"
+    yield "test-every-sample"
+    del detectors_module._detectors["test-every-sample"]
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +142,7 @@ def test_screen_zeroes_exactly_the_flagged_rows(tiny_model, tmp_path):
     assert not torch.allclose(gradient(t, plain), g, atol=1e-6)
 
 
-def test_screen_in_a_run_says_how_many(tiny_model, tmp_path):
+def test_screen_in_a_run_says_how_many(tiny_model, tmp_path, every_sample):
     t = tiny_trainer(tiny_model, tmp_path / "run", monitor_action="screen",
                      monitor_detectors=("test-every-sample",), steps=1)
     t.train()
@@ -175,7 +180,8 @@ def test_honeypots_are_planted_scored_and_carry_no_gradient(tiny_model, tmp_path
 
 # --------------------------------------------------------------------------- stop
 
-def test_stop_ends_the_run_with_a_checkpoint_that_resumes(tiny_model, tmp_path, capsys):
+def test_stop_ends_the_run_with_a_checkpoint_that_resumes(tiny_model, tmp_path, capsys,
+                                                          every_sample):
     out = tmp_path / "run"
     tiny_trainer(tiny_model, out, steps=4, monitor_action="stop", monitor_threshold=0.5,
                  monitor_patience=2, monitor_detectors=("test-every-sample",)).train()
@@ -280,9 +286,8 @@ class HackingTeacher:
 
 
 @pytest.mark.parametrize("integrity", ["drop", "keep", "off"])
-def test_distill_data_drops_flagged_traces_and_reports_them(tmp_path, integrity, monkeypatch):
+def test_distill_data_drops_flagged_traces_and_reports_them(tmp_path, integrity):
     from rlvr.trainer.verified_data import DistillDataConfig, build
-    monkeypatch.delitem(detectors_module._detectors, "test-every-sample")   # built-ins only
     cfg = DistillDataConfig(output=str(tmp_path / "out.jsonl"), env="arithmetic",
                             env_args={"n_terms": 2, "max_value": 9}, tasks=4, k=3, workers=0,
                             progress=False, dedup=False, integrity=integrity)

@@ -84,7 +84,12 @@ def gold_in_think(sample: Sample):
     """The gold value written while thinking but not in the final answer (a wrong one or none):
     the text a verifier that reads the whole completion would pay for."""
     gold = parse_number(sample.gold or "")
-    if gold is None or not sample.think or gold not in numbers_in(sample.think):
+    if gold is None or not sample.think:
+        return None
+    digits = str(abs(int(gold))) if gold.denominator == 1 else ""
+    if digits not in sample.think.replace(",", ""):     # cheap: most thoughts never write it
+        return None
+    if not any(_key(m) == gold for m in _NUMBER.findall(sample.think) if digits in m):
         return None
     value, _ = final_answer(sample.answer)
     if value is not None and gold in numbers_in(value):

@@ -87,6 +87,7 @@ class Monitor:
         self.stop_reason: str | None = None
         self._streaks: dict[str, int] = {}
         self._detectors: dict[str, list] = {}
+        self._last: tuple = (None, "")
         self.checker, self.checker_name = None, ""
         if settings.action != "off" and settings.every:
             self.checker, self.checker_name = second_opinion_for(env, env_name)
@@ -128,18 +129,23 @@ class Monitor:
         watch.metrics["timing/monitor_s"] = time.perf_counter() - start
         return watch
 
+    def _kind(self, task) -> str:
+        """The task's kind (the audit's reading), remembered for the G rows of its group."""
+        if self._last[0] is not task:
+            self._last = (task, task_kind(self.env, task))
+        return self._last[1]
+
     def _kind_detectors(self, task) -> list:
-        kind = task_kind(self.env, task)
+        kind = self._kind(task)
         if kind not in self._detectors:
             self._detectors[kind] = detectors_for(kind, self.settings.detectors)
         return self._detectors[kind]
 
     def _flags(self, rollout, i: int) -> dict:
         task, c = rollout.tasks[i], rollout.completions[i]
-        dets = self._kind_detectors(task)
-        sample = make_sample(task, c.text, task_kind(self.env, task), self.env.parser,
+        sample = make_sample(task, c.text, self._kind(task), self.env.parser,
                              rollout.verdicts[i] if rollout.verdicts else None, c.finish_reason)
-        return detect(sample, dets)
+        return detect(sample, self._kind_detectors(task))
 
     def _rates(self, rollout, real: list[int], flags: list[dict]) -> dict:
         """hack/<detector>: the share of the step's (non-honeypot) samples it flagged, for every
