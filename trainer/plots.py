@@ -90,10 +90,11 @@ EPISODE_PANELS: tuple[Panel, ...] = (
 # The reward-hacking monitor (docs/monitoring.md): its rates beside the reward, drawn next to the
 # reward panel for runs that logged them, with no note for runs that did not.
 MONITOR_PANELS: tuple[Panel, ...] = (
-    Panel("monitor", "Reward-hacking monitor", "rate over the rollout batch",
+    Panel("monitor", "Reward-hacking monitor (rates that stayed 0 not drawn)",
+          "rate over the rollout batch",
           (Series("reward", "reward (weighted)"), Series(r"hack/(.+)", pattern=True),
-           Series("monitor/disagree_reward", "second opinion: we reward, they do not"),
-           Series("monitor/disagree_refuse", "second opinion: they reward, we do not")),
+           Series("monitor/disagree_reward", "disagree_reward"),
+           Series("monitor/disagree_refuse", "disagree_refuse")),
           unit_interval=True, needs="hack/"),
 )
 
@@ -186,8 +187,8 @@ def _curves(run: RunData, panel: Panel) -> list[tuple[str, list[float], list[flo
             matches = [(s.metric, s.label or s.metric)] if s.metric in keys else []
         for key, label in matches:
             xs, ys = _points(rows, key)
-            if xs:
-                out.append((label, xs, ys))
+            if xs and not (panel.needs and key != "reward" and not any(ys)):
+                out.append((label, xs, ys))     # (the monitor's rates that stayed 0: left out)
     return _merge_identical(out)
 
 
