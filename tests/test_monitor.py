@@ -307,3 +307,43 @@ def test_distill_data_drops_flagged_traces_and_reports_them(tmp_path, integrity)
         assert report.dropped == 0 and len(kept) == 12
         assert all(r["integrity_flags"] == ["correction"] for r in hacked) and len(hacked) == 4
     assert "4 flagged" in summary.render() and "correction" in summary.render()
+
+
+def test_the_ifeval_second_opinion_drives_googles_checker_as_its_evaluation_does(monkeypatch):
+    # Google's checker is not installed here: a stand-in with its interface (INSTRUCTION_DICT of
+    # classes taking the id; build_description(**kwargs); get_instruction_args();
+    # check_following(response)) checks the glue: None kwargs left out, the prompt passed to
+    # instructions that ask for it, the answer span (not the thinking) checked.
+    import sys
+    import types
+    seen = []
+
+    class NoComma:
+        def __init__(self, iid):
+            self.iid = iid
+
+        def build_description(self, **kwargs):
+            seen.append(kwargs)
+
+        def get_instruction_args(self):
+            return {"prompt": None} if self.iid == "combination:repeat_prompt" else None
+
+        def check_following(self, response):
+            return "," not in response
+
+    registry = types.SimpleNamespace(INSTRUCTION_DICT={"punctuation:no_comma": NoComma,
+                                                       "combination:repeat_prompt": NoComma})
+    pkg = types.ModuleType("eval_framework.tasks.ifeval")
+    pkg.instructions_registry = registry
+    for name in ("eval_framework", "eval_framework.tasks"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "eval_framework.tasks.ifeval", pkg)
+    from rlvr.monitor.second_opinion import GoogleIFEval
+    checker = GoogleIFEval()
+    task = Task("t", prompt="Say hi without commas.", metadata={
+        "instruction_id_list": ["punctuation:no_comma", "combination:repeat_prompt"],
+        "kwargs": [{"keywords": None}, {"prompt_to_repeat": "Say hi"}]})
+    assert checker.score(task, "<think>a, b</think> Hi there").score == 1.0
+    assert checker.score(task, "<think>ab</think> Hi, there").score == 0.0
+    assert {} in seen and {"prompt_to_repeat": "Say hi"} in seen
+    assert {"prompt": "Say hi without commas."} in seen
