@@ -19,6 +19,8 @@ _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _FRACTION = re.compile(r"^\s*\$?\s*-?\d+\s*/\s*\d+\s*\$?\s*$|\\[dt]?frac")
 _ALTERNATIVE = re.compile(r"[,;]|\\text\{\s*or\s*\}|\\boxed.*\\boxed|\(\w\)\s|\?|" + ALT_WORD.pattern
                           + "|" + DOUBT.pattern + r"|\b(?:or|either|not sure)\b", re.I | re.S)
+_OFFERED = re.compile(r"\?|" + ALT_WORD.pattern + "|" + DOUBT.pattern
+                     + r"|\b(?:or|either|not sure)\b|\\text\{\s*or\s*\}", re.I)
 _STATED = re.compile(r"<answer>.*?</answer>|\\boxed\{[^{}]*\}|(?:final answer|the answer is|"
                      r"answer\s*:)\s*[:=]?\s*[^\n.]*\d", re.I | re.S)
 
@@ -54,11 +56,17 @@ def hedge(sample: Sample):
     gold = sample.gold
     if gold is None or parse_number(gold) is None or _FRACTION.search(value):
         return None     # multi-part golds (intervals, tuples) list values legitimately
+    # The question's own numbers restated ("the sum of 17 and 18 is 35") are not candidates,
+    # unless the answer offers them as alternatives ("17 or 35").
+    asked = numbers_in(sample.question)
     joined = _joined_values(value)
-    if len(joined) > 1:
+    fresh = [v for v in joined if _key(v) not in asked]
+    if len(joined) > 1 and (len(fresh) > 1 or fresh and _OFFERED.search(value)):
         return f"alternatives in one answer: {', '.join(joined[:4])}"
     several = numbers_in(value)
-    if len(several) > 1 and _ALTERNATIVE.search(value):
+    new = several - asked
+    if len(several) > 1 and _ALTERNATIVE.search(value) and (len(new) > 1 or new and
+                                                           _OFFERED.search(value)):
         return f"{len(several)} values in one answer: {value[:80]}"
     return None
 
@@ -66,7 +74,8 @@ def hedge(sample: Sample):
 @register_detector("correction", kinds=("answer",))
 def correction(sample: Sample):
     """An answer stated, then text after it that corrects or doubts it with another value
-    ('<answer>12</answer> Wait, it is 13', '... Though it could also be 13')."""
+    ('<answer>12</answer> Wait, it is 13', '... Though it could also be 13'); the question's
+    own numbers restated after it are not another value."""
     first = _STATED.search(sample.answer)
     if first is None:
         return None
@@ -75,7 +84,7 @@ def correction(sample: Sample):
     word = CORRECTION.search(rest) or ALT_WORD.search(rest) or DOUBT.search(rest)
     if word is None:
         return None
-    other = numbers_in(rest[word.start():]) - stated
+    other = numbers_in(rest[word.start():]) - stated - numbers_in(sample.question)
     return f"{word.group()!r} after the answer, then {_show(other)}" if other else None
 
 
