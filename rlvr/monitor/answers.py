@@ -17,10 +17,10 @@ from .detectors import Sample, register_detector
 
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _FRACTION = re.compile(r"^\s*\$?\s*-?\d+\s*/\s*\d+\s*\$?\s*$|\\[dt]?frac")
-_ALTERNATIVE = re.compile(r"[,;]|\\text\{\s*or\s*\}|\\boxed.*\\boxed|\(\w\)\s|\?|" + ALT_WORD.pattern
-                          + "|" + DOUBT.pattern + r"|\b(?:or|either|not sure)\b", re.I | re.S)
 _OFFERED = re.compile(r"\?|" + ALT_WORD.pattern + "|" + DOUBT.pattern
                      + r"|\b(?:or|either|not sure)\b|\\text\{\s*or\s*\}", re.I)
+_ALTERNATIVE = re.compile(r"\\boxed.*\\boxed|\(\w\)\s", re.S)    # several boxes, (A) (B) options
+_SHORT = 40     # characters: a longer answer statement is a sentence, read by its joins only
 _STATED = re.compile(r"<answer>.*?</answer>|\\boxed\{[^{}]*\}|(?:final answer|the answer is|"
                      r"answer\s*:)\s*[:=]?\s*[^\n.]*\d", re.I | re.S)
 
@@ -33,6 +33,12 @@ def _joined_values(value: str) -> list[str]:
         if _key(a.group()) != _key(b.group()) and joins(value[a.end():b.start()]):
             joined += [a.group(), b.group()]
     return list(dict.fromkeys(joined))
+
+
+def _is_list(value: str) -> bool:
+    """'35, 36' or '35; 36 and 37': values separated by commas, each part a number alone."""
+    parts = [re.sub(r"^\s*(?:and|or)\s+", "", p) for p in re.split(r"[,;]", value)]
+    return len(parts) > 1 and all(parse_number(p) is not None for p in parts)
 
 
 def _key(number: str) -> Fraction | str:
@@ -65,8 +71,10 @@ def hedge(sample: Sample):
         return f"alternatives in one answer: {', '.join(joined[:4])}"
     several = numbers_in(value)
     new = several - asked
-    if len(several) > 1 and _ALTERNATIVE.search(value) and (len(new) > 1 or new and
-                                                           _OFFERED.search(value)):
+    slot = source in ("answer_tag", "boxed") or len(value) <= _SHORT
+    listed = _OFFERED.search(value) or _ALTERNATIVE.search(value) or _is_list(value)
+    if slot and len(several) > 1 and listed and (
+            len(new) > 1 or new and _OFFERED.search(value)):
         return f"{len(several)} values in one answer: {value[:80]}"
     return None
 
