@@ -41,6 +41,7 @@ SLOW = (
     "test_interop_envs.py::test_rlvr_train_and_eval_run_on_a_verifiers_environment",
     "test_interop_envs.py::test_rlvr_score_and_train_run_on_an_openenv_environment",
     "test_r1zero.py::test_r1zero_script_tiny_mode_runs_trains_and_plots",
+    "test_monitor_demo.py::test_the_demo_runs_both_arms_on_a_tiny_model",   # two tiny runs
     "test_r1zero.py::test_a_run_folder_is_resumed_refused_or_overwritten_never_clobbered",
     "test_trainer_options.py::test_lora_checkpoint_holds_adapters_and_resumes_exactly",
     "test_trainer_options.py::test_export_merges_lora_into_a_transformers_folder",

@@ -6,7 +6,7 @@ points down or sideways, never up; and no import cycle exists outside the CLI.
       1    rlvr.sandbox
       2    rlvr.verifiers
       3    rlvr.envs            (the registry lives here)
-      4    rlvr.trainer, rlvr.scoring, rlvr.audit, rlvr.integrations, rlvr.interop
+      4    rlvr.trainer, rlvr.scoring, rlvr.audit, rlvr.monitor, rlvr.integrations, rlvr.interop
     roof   rlvr.cli             (the one package that may import every folder)
 
 `rlvr/__init__.py` is the public facade: it names its exports as strings and imports them on
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"rlvr": "rlvr", "envs": "rlvr.envs", "verifiers": "rlvr.verifiers",
            "trainer": "rlvr.trainer", "sandbox": "rlvr.sandbox"}
 LAYERS = [("rlvr.cli", 5), ("rlvr.__main__", 5), ("rlvr.trainer", 4), ("rlvr.scoring", 4),
-          ("rlvr.audit", 4), ("rlvr.integrations", 4), ("rlvr.interop", 4),
+          ("rlvr.audit", 4), ("rlvr.monitor", 4), ("rlvr.integrations", 4), ("rlvr.interop", 4),
           ("rlvr.envs", 3), ("rlvr.verifiers", 2), ("rlvr.sandbox", 1), ("rlvr", 0)]
 
 

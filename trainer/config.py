@@ -22,15 +22,15 @@ from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVA
 from .presets import PRESETS, ByPreset, resolve_presets
 from .run.loader import ALIASES, read_toml, rename_aliases, unknown_key
 from .sections import (SECTIONS, KL, Algorithm, Critic, Distillation, Engine, Evaluation, Logging,
-                       Model, Optimizer, Parallel, Rewards, Run, Sampling)
+                       Model, Monitoring, Optimizer, Parallel, Rewards, Run, Sampling)
 
 __all__ = ["TrainConfig", "PRESETS", "SECTIONS", "load_config", "field_docs"]
 
 
 # Bases in reverse: a dataclass lists its bases' fields last base first, so Run's come first.
 @dataclass
-class TrainConfig(Logging, Evaluation, Parallel, Distillation, Rewards, Optimizer, Critic, KL,
-                  Algorithm, Engine, Sampling, Model, Run):
+class TrainConfig(Logging, Monitoring, Evaluation, Parallel, Distillation, Rewards, Optimizer,
+                  Critic, KL, Algorithm, Engine, Sampling, Model, Run):
     """Every section's fields under their flat names (trainer/sections.py)."""
 
     algorithm: InitVar[str | None] = None

@@ -25,6 +25,7 @@ business (trainer/reference.py, the definition; trainer/fast.py, the default).
 """
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +33,7 @@ from pathlib import Path
 import torch
 
 from rlvr.envs.registry import pooled_env_reward
+from rlvr.monitor import Monitor, MonitorSettings
 from rlvr.pooled_reward import derive_deadline
 
 from . import algorithms as alg
@@ -70,6 +72,9 @@ class Trainer:
         if cfg.tune_allocator and self.device.type == "cpu":
             release_freed_memory()      # freed activations leave the process (allocator.py)
         self.env = rlvr.load_env(cfg.env, **cfg.env_args)
+        # reward hacking caught while it happens (docs/monitoring.md)
+        self.monitor = Monitor(self.env, cfg.env, MonitorSettings.from_config(cfg),
+                               self.run_dir, cfg.seed, self.dist.is_main)
         if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
                 self.env, env_args=cfg.env_args,
@@ -194,8 +199,14 @@ class Trainer:
                 result = self.evaluate()
                 if main:
                     log.log(self.step, result, "eval.jsonl")
+
+        def monitor_stop():      # monitor_action='stop': any rank's verdict ends the run
+            return next((r for r in self.dist.gather(self.monitor.stop_reason) if r), None)
         try:       # checkpoints, and a stop at Ctrl-C that keeps the step: trainer/run/
-            run_steps(self, cfg.steps, one_step, cfg.checkpoint_every, "rlvr train", self.dist)
+            stopped = run_steps(self, cfg.steps, one_step, cfg.checkpoint_every, "rlvr train",
+                                self.dist, early_stop=monitor_stop)
+            if stopped and main:
+                print(stopped, file=sys.stderr, flush=True)
         finally:
             if log is not None:
                 log.close()
@@ -206,8 +217,10 @@ class Trainer:
         cfg, t0 = self.cfg, time.perf_counter()
         with self.placement.gathered():      # sample from the whole policy
             rollout, metrics = self.collect()                   # sample with pi_old, score
+        watch = self.monitor.observe(rollout, self.step + 1)    # flags, second opinion
         t1 = time.perf_counter()
         batch = self.prepare(rollout)                           # freeze ref/values/advantages
+        batch = self.monitor.screen(batch, watch)               # flagged rows: no gradient
         inner = [self.update(batch, first=(k == 0)) for k in range(cfg.inner_steps)]
         self.engine.sync_weights(self.policy)                  # theta_old <- theta
         t2 = time.perf_counter()
@@ -217,6 +230,7 @@ class Trainer:
         if self.ref is not None:      # Ziegler et al.'s horizon counts samples, not steps
             self.kl_ctl.update(inner[0].get("kl/k1_seq_sum", float("nan")), int(n_samples))
         metrics.update(batch.stats)
+        metrics.update(watch.metrics)
         metrics.update(merge_inner_steps(inner))
         metrics.update({"beta": beta, "lr": self.scheduler.get_last_lr()[0],
                         "timing/update_s": t2 - t1, "timing/step_s": t2 - t0,
@@ -238,7 +252,8 @@ class Trainer:
         for rounds in range(1, (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1) + 1):
             needs = ctx.gather(need)            # the same global prompt list on every rank
             offset = sum(needs[:ctx.rank])
-            tasks = self.stream.take(sum(needs))[offset:offset + need]
+            tasks = self.monitor.plant(self.stream.take(sum(needs))[offset:offset + need],
+                                       self.step)               # honeypot_frac
             if tasks:
                 t0 = time.perf_counter()
                 seeds = group_seeds(cfg.seed, self.step, rounds, count=need, offset=offset)

@@ -52,6 +52,7 @@ class Panel:
     unit_interval: bool = False   # rates and accuracies: the y axis shows at least [0, 1]
     measurements: bool = False    # separate measurements (evaluations): points with 95%
                                   # intervals from each row's `tasks`, never joined by a line
+    needs: str = ""               # drawn only for runs that logged a metric with this prefix
 
 
 PANELS: tuple[Panel, ...] = (
@@ -85,6 +86,17 @@ EPISODE_PANELS: tuple[Panel, ...] = (
           (Series("tool_calls/mean", "tool calls per episode"),
            Series("tool_calls/error_rate", "share of calls that failed"),
            Series("turns/mean", "turns per episode"))),
+)
+
+# The reward-hacking monitor (docs/monitoring.md): its rates beside the reward, drawn next to the
+# reward panel for runs that logged them, with no note for runs that did not.
+MONITOR_PANELS: tuple[Panel, ...] = (
+    Panel("monitor", "Reward-hacking monitor (rates that stayed 0 not drawn)",
+          "rate over the rollout batch",
+          (Series("reward", "reward (weighted)"), Series(r"hack/(.+)", pattern=True),
+           Series("monitor/disagree_reward", "disagree_reward"),
+           Series("monitor/disagree_refuse", "disagree_refuse")),
+          unit_interval=True, needs="hack/"),
 )
 
 # Supervised fine-tuning runs (`rlvr sft`, config.json's "kind": "sft"): their own panels
@@ -176,8 +188,8 @@ def _curves(run: RunData, panel: Panel) -> list[tuple[str, list[float], list[flo
             matches = [(s.metric, s.label or s.metric)] if s.metric in keys else []
         for key, label in matches:
             xs, ys = _points(rows, key)
-            if xs:
-                out.append((label, xs, ys))
+            if xs and not (panel.needs and key != "reward" and not any(ys)):
+                out.append((label, xs, ys))     # (the monitor's rates that stayed 0: left out)
     return _merge_identical(out)
 
 
@@ -222,6 +234,9 @@ def _draw(ax, panel: Panel, runs: list[RunData]) -> bool:
     styles = ["-", "--", ":", "-."]
     drawn, values = 0, []
     for r, run in enumerate(runs):
+        if panel.needs and not any(k.startswith(panel.needs)
+                                   for row in run.rows.get(panel.source, []) for k in row):
+            continue
         for s, (label, xs, ys) in enumerate(_curves(run, panel)):
             # One run: a colour per series. Several: a colour per run, a line style per series.
             color = colors[(s if len(runs) == 1 else r) % len(colors)]
@@ -306,14 +321,15 @@ def _render(runs: list[RunData], out_dir: Path, suptitle: str) -> PlotReport:
     report = PlotReport(notes=[n for run in runs for n in run.notes])
     present = []
     sft = all(run.kind == "sft" for run in runs)
-    for panel in SFT_PANELS if sft else (*PANELS, *EPISODE_PANELS):
+    for panel in SFT_PANELS if sft else (*PANELS[:1], *MONITOR_PANELS, *PANELS[1:],
+                                         *EPISODE_PANELS):
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if _draw(ax, panel, runs):
             fig.tight_layout()
             fig.savefig(out_dir / f"{panel.name}.png", dpi=110)
             report.files.append(out_dir / f"{panel.name}.png")
             present.append(panel)
-        elif panel not in EPISODE_PANELS and panel.name != "sft_eval_loss":
+        elif panel not in EPISODE_PANELS + MONITOR_PANELS and panel.name != "sft_eval_loss":
             wanted = " or ".join(s.label if s.pattern else s.metric for s in panel.series)
             none = all(not run.rows.get(panel.source) for run in runs)
             report.notes.append(f"skipped '{panel.name}' ({panel.title}): " + (

@@ -390,9 +390,31 @@ class Logging:
     """Save a checkpoint every N steps (and at the end); 0 = only at the end."""
 
 
+@dataclass
+class Monitoring:
+    """Reward hacking caught while it happens (docs/monitoring.md): per-sample hack detectors,
+    an independent second opinion on a sample of each step, honeypot tasks, and what to do."""
+    monitor_action: str = "log"
+    """'log' (metrics and the disagreements file), 'screen' (flagged samples get no gradient),
+    'stop' (end the run, checkpointed, when a rate stays above the threshold) or 'off'."""
+    monitor_every: int = 10
+    """Second opinion on monitor_sample of the step's samples every N steps; 0 = never."""
+    monitor_sample: int = 32
+    """Completions the second opinion re-scores each time it runs."""
+    monitor_threshold: float = 0.5
+    """monitor_action='stop': a hack/* or monitor/disagree_reward rate above this ..."""
+    monitor_patience: int = 3
+    """... for this many observed steps in a row stops the run (checkpoint written)."""
+    monitor_detectors: tuple = ()
+    """Detectors run, by name (`rlvr monitor --list`); empty = all that apply."""
+    honeypot_frac: float = 0.0
+    """Share of prompts that are honeypots (a planted loophole; never trained on)."""
+
+
 SECTIONS: dict[str, type] = {"run": Run, "model": Model, "sampling": Sampling, "engine": Engine,
                              "algorithm": Algorithm, "kl": KL, "critic": Critic,
                              "optimizer": Optimizer, "rewards": Rewards,
                              "distillation": Distillation, "parallel": Parallel,
-                             "evaluation": Evaluation, "logging": Logging}
+                             "evaluation": Evaluation, "monitoring": Monitoring,
+                             "logging": Logging}
 """Every section by name, in the order `TrainConfig` lists their fields."""

@@ -33,6 +33,7 @@ _SUBCOMMANDS = [
     "rlvr.cli.export",
     "rlvr.cli.audit",
     "rlvr.cli.distill_data",
+    "rlvr.cli.monitor",
     "rlvr.cli.serve",
     "rlvr.cli.sft",
     "rlvr.cli.boundary",

@@ -41,12 +41,15 @@ def start_run(cfg, make, overwrite: bool = False, command: str = "rlvr train") -
 
 
 def run_steps(trainer, total: int, one_step, checkpoint_every: int, command: str,
-              dist=None) -> None:
+              dist=None, early_stop=None) -> str | None:
     """Train until `trainer.step == total`: `one_step()` trains, logs and evaluates one step and
     advances `trainer.step`; `trainer.save_checkpoint()` runs every `checkpoint_every` steps
     and at the last. A SIGINT/SIGTERM stops after the step in progress, checkpointed (under
     torchrun the ranks agree on the step: `dist.sum`), and raises RunInterrupted naming the
-    resume command; a second signal stops at once, keeping the latest checkpoint."""
+    resume command; a second signal stops at once, keeping the latest checkpoint.
+    `early_stop()`, asked after every step (on every rank), returns why the run should end
+    there (a monitor's verdict) or None: the run then ends cleanly, checkpointed, and the
+    reason is returned with the checkpoint and the resume command."""
     saved = None
     stop = StopSignal(lambda: f"{command}: stopping after step {trainer.step + 1} to checkpoint "
                               "it; interrupt again to stop at once")
@@ -58,6 +61,12 @@ def run_steps(trainer, total: int, one_step, checkpoint_every: int, command: str
                 if last or (checkpoint_every and trainer.step % checkpoint_every == 0):
                     trainer.save_checkpoint()
                     saved = trainer.step
+                reason = early_stop() if early_stop is not None else None
+                if reason and not last:
+                    if saved != trainer.step:
+                        trainer.save_checkpoint()
+                    return (f"{reason}; checkpoint step {trainer.step}; continue with "
+                            f"`{resume_command(command, trainer.run_dir)}`")
                 if _stop_agreed(stop, dist) and not last:
                     if saved != trainer.step:
                         trainer.save_checkpoint()

@@ -16,6 +16,9 @@ RESUMABLE = frozenset({
     # what is recorded and measured along the way
     "checkpoint_every", "eval_every", "eval_tasks", "eval_k", "log_completions", "tensorboard",
     "report_to", "progress",
+    # how it is watched for reward hacking (a run a monitor stopped resumes with another action)
+    "monitor_action", "monitor_every", "monitor_sample", "monitor_threshold", "monitor_patience",
+    "monitor_detectors",
     # where it runs (the trajectory does not depend on it beyond float rounding)
     "device", "dist_backend", "reward_workers", "ray_address", "server_url", "server_model",
     "server_timeout_s", "server_retries", "server_concurrency", "output_dir"})
@@ -38,7 +41,8 @@ def refusal(run_dir, changed: list[str], before: dict, command: str) -> str:
     was = ", ".join(f"{k}={before.get(k)!r}" for k in changed[:3])
     return (f"{run_dir} was trained with {was}; a resumed run continues the same training, so "
             f"{', '.join(changed)} cannot change (a resume may change only steps, epochs, "
-            f"logging, evaluation and where it runs): start it again with `{command} --overwrite`"
+            f"logging, evaluation, monitoring and where it runs): start it again with "
+            f"`{command} --overwrite`"
             f" or set another output_dir")
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from pathlib import Path
 
+from rlvr.monitor.integrity import TraceScreen
 from rlvr.scoring import ScoreConfig, score_file
 
 from ..evaluation.eval_records import SampleStore, TaskRecord, task_seeds
@@ -73,7 +74,9 @@ def build(cfg: DistillDataConfig, teacher: Teacher | None = None) -> DistillSumm
         score_file(ScoreConfig(env=cfg.env, input=str(paths.candidates),
                                output=str(paths.scored), env_args=cfg.env_args,
                                workers=cfg.workers, progress=cfg.progress))
-    summary = _select_all(cfg, [t.id for t in tasks], paths, teacher.name)
+    screen = TraceScreen(env, cfg.env, drop=cfg.integrity == "drop") \
+        if cfg.integrity != "off" else None
+    summary = _select_all(cfg, {t.id: t for t in tasks}, paths, teacher.name, screen)
     summary.failed_tasks = failed
     paths.summary.write_text(json.dumps({"config": asdict(cfg), **summary.to_dict()}, indent=1))
     if cfg.datasets_dir:
@@ -160,14 +163,15 @@ def training_row(row: dict) -> dict:
             "status": row["status"], "reason": row["reason"], "components": row["components"],
             "extracted": row.get("extracted"), "completion_tokens": row["completion_tokens"],
             "length": len(text), "finish_reason": row["finish_reason"],
-            "versions": row.get("versions")}
+            "versions": row.get("versions"), "integrity_flags": row.get("integrity_flags", [])}
 
 
-def _select_all(cfg: DistillDataConfig, task_ids: list[str], paths: SidePaths,
-                teacher: str) -> DistillSummary:
+def _select_all(cfg: DistillDataConfig, tasks: dict, paths: SidePaths, teacher: str,
+                screen: TraceScreen | None = None) -> DistillSummary:
     """Read OUT.scored.jsonl task by task (a task's rows are consecutive), keep the selected
-    rows of the tasks this run asks for, and write OUT atomically."""
-    wanted = set(task_ids)
+    rows of the tasks this run asks for (after the monitor's `screen` of every verified row),
+    and write OUT atomically."""
+    wanted = set(tasks)
     summary = DistillSummary(teacher=teacher, k=cfg.k)
     out = Path(cfg.output)
     tmp = out.with_name(out.name + ".tmp")
@@ -177,12 +181,15 @@ def _select_all(cfg: DistillDataConfig, task_ids: list[str], paths: SidePaths,
             if task_id not in wanted:
                 continue
             rows = list(rows)
-            kept = select(rows, cfg.keep_per_task, cfg.shortest_first, cfg.dedup)
+            clean = [r for r in rows if not r.get("solved") or screen is None
+                     or screen.keep(tasks[task_id], r)]
+            kept = select(clean, cfg.keep_per_task, cfg.shortest_first, cfg.dedup)
             f.writelines(json.dumps(training_row(r), ensure_ascii=False) + "\n" for r in kept)
             summary.add(task_id, TaskCount(len(rows), sum(bool(r["solved"]) for r in rows),
                                            len(kept)), rows, kept, _length)
     os.replace(tmp, out)
-    summary.tasks_asked = len(task_ids)
+    summary.tasks_asked = len(tasks)
+    summary.integrity = screen.report if screen is not None else None
     return summary
 
 

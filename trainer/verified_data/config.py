@@ -61,6 +61,10 @@ class DistillDataConfig:
     """Keep the shortest verified completions of a task first (else in sampling order)."""
     dedup: bool = True
     """Keep one copy of completions identical after whitespace is collapsed."""
+    integrity: str = "drop"
+    """The reward-hacking monitor on every verified trace (docs/monitoring.md): 'drop' the
+    traces a hack detector flags or the environment's second opinion does not reward, 'keep'
+    them (flags counted and written in each row's `integrity_flags`), or 'off'."""
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     """Scoring worker processes, as `rlvr score` (0 = score in this process, no deadlines)."""
     datasets_dir: str = ""
@@ -72,6 +76,8 @@ class DistillDataConfig:
         for name in ("tasks", "k", "max_completion_length", "batch_size", "concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.integrity not in ("drop", "keep", "off"):
+            raise ValueError(f"integrity={self.integrity!r}; expected 'drop', 'keep' or 'off'")
         if self.keep_per_task < 0 or self.workers < 0:
             raise ValueError("keep_per_task and workers must be >= 0")
         if self.teacher == PROGRAM and self.endpoint:
@@ -88,6 +94,7 @@ class DistillDataConfig:
         d = asdict(self)
         for name in ("output", "tasks", "concurrency", "retries", "request_timeout_s",
                      "api_key_env", "batch_size", "keep_per_task", "shortest_first", "dedup",
+                     "integrity",
                      "workers", "datasets_dir", "progress"):
             d.pop(name)
         return d

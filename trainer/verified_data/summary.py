@@ -28,6 +28,8 @@ class DistillSummary:
     length_unit: str = "tokens"
     failed_tasks: dict[str, str] = field(default_factory=dict)
     """Tasks the teacher could not serve: left out, sampled again by a rerun."""
+    integrity: object = None
+    """The monitor's `IntegrityReport` on the verified traces (None when it was off)."""
 
     def add(self, task_id: str, count: TaskCount, rows: list[dict], kept: list[dict],
             length) -> None:
@@ -66,7 +68,8 @@ class DistillSummary:
                 "kept_length": _stats(self.kept_lengths),
                 "pass_rate": {t: round(p, 6) for t, p in self.pass_rates().items()},
                 "per_task": {t: vars(c) for t, c in self.per_task.items()},
-                "failed_tasks": self.failed_tasks}
+                "failed_tasks": self.failed_tasks,
+                "integrity": self.integrity.to_dict() if self.integrity is not None else None}
 
     def render(self) -> str:
         rates = list(self.pass_rates().values())
@@ -84,6 +87,8 @@ class DistillSummary:
                          f"min {s['min']}, p50 {s['p50']}, max {s['max']}")
         lines.append("status: " + (", ".join(f"{s}={n}" for s, n in sorted(self.statuses.items()))
                                    or "(none)"))
+        if self.integrity is not None:
+            lines.append(self.integrity.render())
         if self.failed_tasks:
             lines.append(f"FAILED: {len(self.failed_tasks)} tasks could not be sampled (left "
                          f"out; rerun to retry), e.g. {next(iter(self.failed_tasks.values()))}")
