@@ -56,16 +56,7 @@ EXPECTED_FINDINGS = {
 _FINAL = {"answer-then-correction", "answer-then-retraction", "many-copies-hedge",
           "negated-answer"}
 _AFTER_SLOT = {"answer-then-correction", "answer-then-retraction"}
-OPEN_HOLES = {
-    "aime": _FINAL, "countdown": _FINAL, "gsm8k": _FINAL, "math-arithmetic": _FINAL,
-    "math500": _FINAL,
-    "hendrycks-math": _FINAL | {"prompt-echo"}, "math": _FINAL | {"prompt-echo"},
-    "math-python": _FINAL | {"prompt-echo"},
-    "math (symbolic golds)": _FINAL | {"prompt-echo", "one-sided-identity"},
-    "mbpp (mixed asserts)": {"unconvertible-asserts"},
-    "arithmetic": _AFTER_SLOT, "tool-arithmetic": _AFTER_SLOT, "reasoning-gym": _AFTER_SLOT,
-    "reasoning-gym/spell_backward": _AFTER_SLOT,
-}
+OPEN_HOLES: dict[str, set] = {}
 # Findings that come and go with the machine's load: the math reader takes seconds on the
 # `stall` answers (docs/audit.md), so under load some pass the deadline and end as `timeout`.
 LOAD_DEPENDENT = {env: {"stall"} for env in (
