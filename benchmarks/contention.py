@@ -25,7 +25,7 @@ _WORKLOAD = r"""
 import json, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[1]))
-from rlvr.trainer.models import load_policy
+from rlvr.trainer.models.loading import load_policy
 model = load_policy(sys.argv[2], "float32", torch.device("cpu")).train()
 ids = torch.randint(0, min(1000, model.config.vocab_size), (8, 96))
 def once():
@@ -77,7 +77,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--model", default="smollm2")
     args = p.parse_args()
-    from rlvr.trainer.models import resolve_model
+    from rlvr.trainer.models.loading import resolve_model
     model = resolve_model(args.model)
     print(f"cores {os.cpu_count()}, load before {os.getloadavg()[0]:.2f}, busy {args.busy}",
           flush=True)

@@ -18,7 +18,7 @@ attention); the sampler pi_s is a second copy that differs the way real samplers
 With a 0/1 reward R (fixed at random per completion, P(R = 1) = 0.3), the exact on-policy
 gradient is g* = sum_o pi_old(o) (R(o) - E_old R) sum_t grad log pi(o_t); a correction's
 expected gradient is g_c = sum_o pi_s(o) (R(o) - E_s R) sum_t w_t(o) grad log pi(o_t), its
-weights w from trainer/importance.py. The table reports the bias of each correction as the
+weights w from trainer/objective/importance.py. The table reports the bias of each correction as the
 cosine of g_c to g* and the relative error |g_c - g*| / |g*| (exact, no sampling noise), the
 share of tokens it truncates or masks under pi_s, and the mean relative error of 16 sampled
 batches of 64 completions (bias plus sampling noise, batch-mean baseline).
@@ -101,7 +101,7 @@ def exact_coef(logp: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:
 
 
 def measure(trainer, sampler_logp, inputs, reward, knobs, batches: int, batch: int, seed: int):
-    from rlvr.trainer.importance import CORRECTIONS, correction_weights
+    from rlvr.trainer.objective.importance import CORRECTIONS, correction_weights
     old = scored(trainer, inputs)
     mask = torch.ones_like(old, dtype=torch.bool)
     g_star = gradient(trainer, inputs, exact_coef(old, reward))
@@ -145,7 +145,7 @@ def smollm2_mismatch(n: int = 8, tokens: int = 48, seed: int = 0) -> str:
     sampled by the bf16 copy (T = 1, no top-k/top-p), scored by both (tokens after an EOS
     included). How large a real model's kernel gap is, next to the enumerable model's."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from rlvr.trainer.smollm import smollm2_folder
+    from rlvr.trainer.models.smollm import smollm2_folder
     path = smollm2_folder()
     tok = AutoTokenizer.from_pretrained(path)
     fp32 = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
@@ -172,7 +172,7 @@ def smollm2_mismatch(n: int = 8, tokens: int = 48, seed: int = 0) -> str:
 
 
 def table(results: dict, header: str) -> str:
-    from rlvr.trainer.importance import CORRECTIONS
+    from rlvr.trainer.objective.importance import CORRECTIONS
     names = list(results)
     lines = [header, "",
              "| sampler vs trainer | " + " | ".join(names) + " |",
@@ -205,7 +205,7 @@ def main() -> int:
         print(f"{smollm2_mismatch(seed=args.seed)} (load average {load:.1f})")
         return 0
     torch.set_num_threads(1)
-    from rlvr.trainer.importance import Knobs
+    from rlvr.trainer.objective.importance import Knobs
     knobs = Knobs()
     start, load = time.time(), os.getloadavg()[0]
     model = build(args.seed)

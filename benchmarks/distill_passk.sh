@@ -28,8 +28,8 @@ ENV_KWARGS='{"n_terms": 2, "max_value": 999, "ops": "+", "parentheses": false, "
 ENV_ARGS=(--env arithmetic --env-arg n_terms=2 --env-arg max_value=999 --env-arg ops=+
           --env-arg parentheses=False --env-arg prompt_style=chat --env-arg format_weight=0.5)
 # The chat template that opens the think block, as the main job's (its recipe builds it).
-TOK=$(.venv/bin/python -c 'from pathlib import Path; from rlvr.trainer.models import resolve_model
-from rlvr.trainer.recipes.r1zero import think_tokenizer; from rlvr.trainer.smollm import default_cache_dir
+TOK=$(.venv/bin/python -c 'from pathlib import Path; from rlvr.trainer.models.loading import resolve_model
+from rlvr.trainer.recipes.r1zero import think_tokenizer; from rlvr.trainer.models.smollm import default_cache_dir
 print(think_tokenizer(resolve_model("smollm2"), default_cache_dir()))')
 # Traces run to 98 tokens (mean 85); the evaluation leaves room past the longest.
 TRAIN_TOKENS=96

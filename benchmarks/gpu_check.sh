@@ -95,7 +95,7 @@ else
 fi
 
 if $PY -c 'from rlvr.trainer.config import TrainConfig as C; assert "parallel" in C.__dataclass_fields__' 2>>"$LOG"; then
-  TINY=$($PY -c 'import tempfile; from rlvr.trainer.tiny import build_tiny_model; print(build_tiny_model(tempfile.mkdtemp() + "/m"))')
+  TINY=$($PY -c 'import tempfile; from rlvr.trainer.models.tiny import build_tiny_model; print(build_tiny_model(tempfile.mkdtemp() + "/m"))')
   name=fsdp_nccl_one_device; [ "$DEVICE" = cpu ] && name=fsdp_gloo_dry_run
   run_step $name 120 $PY -m torch.distributed.run --standalone --nproc-per-node 1 -m rlvr train \
     parallel=fsdp device=$DEVICE model="$TINY" steps=2 prompts_per_step=2 group_size=2 \

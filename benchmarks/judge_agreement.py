@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)         # a shared machine: one thread per process
     import rlvr.envs.judge  # noqa: F401
     from rlvr.envs.registry import load_env
-    from rlvr.trainer.smollm import smollm2_folder
+    from rlvr.trainer.models.smollm import smollm2_folder
     folder = smollm2_folder(quiet=True)
     # the master-key probe would refuse this judge at load; here it is measured, not trained on
     env_args = {"base_env": "math", "model": folder, "master_key_threshold": 1}

@@ -118,7 +118,7 @@ class HeldOut:
 
     def __call__(self, policy) -> dict:
         import torch
-        from rlvr.trainer.rollout import generate, score
+        from rlvr.trainer.sampling.rollout import generate, score
         t0 = time.perf_counter()
         with torch.no_grad():
             self.model.load_state_dict(policy.state_dict())
@@ -189,7 +189,7 @@ def run_rlvr(a, env, held_out) -> dict:
 
 def _stream(env, a):
     """The prompts rlvr's trainer draws, in order (its seeded PromptStream)."""
-    from rlvr.trainer.rollout import PromptStream
+    from rlvr.trainer.sampling.rollout import PromptStream
     return PromptStream(env, a.seed).take(a.prompts * max(a.steps, a.rlvr_steps))
 
 
@@ -408,7 +408,7 @@ class DrawnLogprobs:
 
     def __enter__(self):
         import torch
-        from rlvr.trainer import rollout as ro
+        from rlvr.trainer.sampling import rollout as ro
         self.seen, self._ro, pick = [], ro, ro._pick
 
         def spy(logits, *args, **kw):
@@ -437,7 +437,7 @@ def check_on_policy(a, steps: int = 3) -> str:
     covers the trainer's path after updates."""
     import torch
     from rlvr.trainer import Trainer
-    from rlvr.trainer.fast import completion_logprobs, pack
+    from rlvr.trainer.forwards.fast import completion_logprobs, pack
     tr = Trainer(rlvr_config(a, steps, "/tmp/rlvr-bench/check-on-policy"))
     sample, lines = tr.collect, []
     with DrawnLogprobs() as drawn:
@@ -467,8 +467,8 @@ def check_samplers(model_path: str, env) -> str:
     rlvr's shared-prefix sampler and transformers' generate (what TRL calls), 8 x 8 x <= 48."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from rlvr.trainer.fast import completion_logprobs, pack
-    from rlvr.trainer.rollout import generate
+    from rlvr.trainer.forwards.fast import completion_logprobs, pack
+    from rlvr.trainer.sampling.rollout import generate
     tok = AutoTokenizer.from_pretrained(model_path)
     m = AutoModelForCausalLM.from_pretrained(model_path).eval()
     tasks, G, out = env.sample(8, "train"), 8, []
@@ -497,8 +497,8 @@ def check_sampler_logits(model_path: str, env, prompts: int = 8, G: int = 8,
     TRL's settings (`output_scores`: the raw logits at T = 1, no warpers)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
-    from rlvr.trainer import rollout as ro
-    from rlvr.trainer.fast import completion_logprobs, pack
+    from rlvr.trainer.sampling import rollout as ro
+    from rlvr.trainer.forwards.fast import completion_logprobs, pack
     tok = AutoTokenizer.from_pretrained(model_path)
     m = AutoModelForCausalLM.from_pretrained(model_path).eval()
     tasks = env.sample(prompts, "train")
@@ -557,7 +557,7 @@ def check_rates(model_path: str, env, sampler: str, prompts: int, per_prompt: in
     TRL calls). Two samplers of the same softmax give the same rate up to binomial noise; a
     sampler that learns less per step would show here, where both start from one model."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from rlvr.trainer.rollout import generate, score
+    from rlvr.trainer.sampling.rollout import generate, score
     tok = AutoTokenizer.from_pretrained(model_path)
     m = AutoModelForCausalLM.from_pretrained(model_path).eval()
     tasks = env.sample(prompts, "train")
@@ -840,7 +840,7 @@ def main() -> None:
     if a.check_rates or a.check_on_policy or a.check_bench or a.check:
         import rlvr
         import torch
-        from rlvr.trainer.smollm import smollm2_folder
+        from rlvr.trainer.models.smollm import smollm2_folder
         torch.set_num_threads(a.threads)
         _register_env()
         a.model, env = smollm2_folder(), rlvr.load_env(ENV_NAME)
@@ -859,7 +859,7 @@ def main() -> None:
         return
     a.out.mkdir(parents=True, exist_ok=True)
     if not a.summary:
-        from rlvr.trainer.smollm import smollm2_folder
+        from rlvr.trainer.models.smollm import smollm2_folder
         a.model = smollm2_folder()
         print(f"model {a.model}; load {os.getloadavg()}", flush=True)
         base_accuracy(a)

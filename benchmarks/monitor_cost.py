@@ -50,7 +50,7 @@ def micro(repeats: int = 20) -> str:
 
     import rlvr
     from rlvr.monitor import Monitor, MonitorSettings
-    from rlvr.trainer.rollout import Rollout
+    from rlvr.trainer.sampling.rollout import Rollout
     env = rlvr.load_env("arithmetic", n_terms=2, max_value=20)
     rng, tasks, texts = random.Random(0), [], []
     for task in env.sample(8, seed=0):

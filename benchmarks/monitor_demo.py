@@ -90,7 +90,7 @@ def arm_config(arm: str, args, model: str) -> dict:
 
 def run_arm(arm: str, args, model: str) -> None:
     register_loose_env()
-    from rlvr.trainer.loop import train
+    from rlvr.trainer.run.loop import train
     train(overwrite=True, **arm_config(arm, args, model))
 
 
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     model = args.model
     if args.tiny and model == "smollm2":
-        from rlvr.trainer.tiny import build_tiny_model
+        from rlvr.trainer.models.tiny import build_tiny_model
         model = str(build_tiny_model(out / "tiny_model"))
     if args.hedge_sft:
         model = hedge_sft(args, model)
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     if any(c.wait() for c in children):
         print("an arm failed (see its output above)", file=sys.stderr)
         return 1
-    from rlvr.trainer.plots import compare_runs
+    from rlvr.trainer.run.plots import compare_runs
     compare_runs([out / arm for arm in ARMS], out / "compare")
     table = summarize(out)
     (out / "summary.md").write_text(table + "\n")

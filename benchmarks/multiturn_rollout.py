@@ -1,7 +1,7 @@
 """Where a multi-turn episode's time goes: SmolLM2-135M on `tool-arithmetic`.
 
 Runs the same seeded episodes twice -- later turns sampled with the common prefix prefilled
-once (`rlvr.trainer.rollout.prefill`, the library's path) and with every conversation prefilled whole (the
+once (`rlvr.trainer.sampling.rollout.prefill`, the library's path) and with every conversation prefilled whole (the
 previous path) -- and prints, per sampling call, the contexts' lengths, the tokens generated and
 the CPU seconds (load-independent, unlike wall time on a shared machine), the tool calls' cost,
 and whether the two paths gave identical episodes.
@@ -29,8 +29,8 @@ def main() -> None:
     import rlvr.envs.tool_envs  # noqa: F401  (registers tool-arithmetic)
     from rlvr.envs.registry import load_env
     from rlvr.trainer import engines, episodes, rollout
-    from rlvr.trainer.engines import HFEngine
-    from rlvr.trainer.models import load_policy, load_tokenizer, resolve_model
+    from rlvr.trainer.sampling.engines import HFEngine
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer, resolve_model
     from rlvr.verifiers.tools import Toolbox
 
     name = resolve_model(args.model)

@@ -120,7 +120,7 @@ def _passk_plot(results: dict, path: Path) -> None:
 
 
 def _plots(runs: Path, out: Path, results: dict) -> dict:
-    from rlvr.trainer.plots import compare_runs, plot_run
+    from rlvr.trainer.run.plots import compare_runs, plot_run
     files = {}
     for name in ("grpo", "dr_grpo"):
         if (runs / name / "metrics.jsonl").exists():
@@ -166,7 +166,7 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    from rlvr.trainer.smollm import smollm2_folder
+    from rlvr.trainer.models.smollm import smollm2_folder
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "results.json"
     results = _load(store)

@@ -27,7 +27,7 @@ from rlvr.verifiers.reward_model import RewardModel, render_pair
 
 def smollm2_path() -> str:
     """A transformers folder of SmolLM2-135M-Instruct made from the wheel's GGUF (cached)."""
-    from rlvr.trainer.smollm import smollm2_folder
+    from rlvr.trainer.models.smollm import smollm2_folder
     return smollm2_folder(quiet=True)
 
 

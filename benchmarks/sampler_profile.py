@@ -54,13 +54,13 @@ def load(tiny: bool):
 
     import torch
 
-    from rlvr.trainer.models import load_policy, load_tokenizer
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
     if tiny:
-        from rlvr.trainer.tiny import build_tiny_model
+        from rlvr.trainer.models.tiny import build_tiny_model
         path = build_tiny_model(os.path.join(tempfile.mkdtemp(), "tiny"))
         return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(path)
     from rlvr.trainer.recipes.r1zero import think_tokenizer
-    from rlvr.trainer.smollm import default_cache_dir, smollm2_folder
+    from rlvr.trainer.models.smollm import default_cache_dir, smollm2_folder
     path = smollm2_folder()
     tok_path = think_tokenizer(path, default_cache_dir())
     return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(tok_path)
@@ -84,7 +84,7 @@ def profile(model, tok, calls, max_tokens, temperature, sampler, eval_rows=0):
     import torch
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
-    from rlvr.trainer import rollout as R
+    from rlvr.trainer.sampling import rollout as R
     steps: list[int] = []       # batch size of every decode step, recorded by a wrapped model
     real_forward = type(model).forward
 
@@ -142,7 +142,7 @@ def main() -> None:
     import torch
     model, tok = load(args.tiny)
     if args.before:
-        import rlvr.trainer.rollout as R
+        import rlvr.trainer.sampling.rollout as R
         R.preallocate = lambda cache, room: None
     out = {"sampler": args.sampler + (" before" if args.before else ""), "torch_threads": torch.get_num_threads(),
            "load_before": os.getloadavg()}

@@ -32,12 +32,12 @@ def main() -> None:
     prof = PhaseProfiler().start()
     import torch
 
-    from rlvr.trainer.metrics import peak_memory_gib
-    from rlvr.trainer.models import resolve_model
+    from rlvr.trainer.run.metrics import peak_memory_gib
+    from rlvr.trainer.models.loading import resolve_model
     from rlvr.trainer.recipes.r1zero import think_tokenizer
     from rlvr.trainer.sft import trainer as sft_trainer
     from rlvr.trainer.sft.config import load_sft_config, parse_sft_overrides
-    from rlvr.trainer.smollm import default_cache_dir
+    from rlvr.trainer.models.smollm import default_cache_dir
     prof.wrap(sft_trainer, "load_policy", "load policy weights")
     prof.wrap(sft_trainer.SFTTrainer, "_load_data", "load data")
     prof.wrap(sft_trainer, "nll_sum", "forward")

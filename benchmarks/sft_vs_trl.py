@@ -6,7 +6,7 @@ max length and number of steps, side by side in one run.
     .venv/bin/python benchmarks/sft_vs_trl.py --cpus 0-1 --threads 2   # each side pinned (taskset)
     .venv/bin/python benchmarks/sft_vs_trl.py --dtype bfloat16         # mixed precision, both
 
-Model: SmolLM2-135M-Instruct through the `smollm2` alias (trainer/smollm.py, no download).
+Model: SmolLM2-135M-Instruct through the `smollm2` alias (trainer/models/smollm.py, no download).
 Data: verified arithmetic rows as `rlvr distill-data` writes them (the arithmetic
 environment's chat prompt, a worked completion ending in the right answer), written once to a
 JSONL file that both sides read: ours as it is, TRL's as a `datasets.Dataset` of the same
@@ -54,7 +54,7 @@ def write_rows(n: int, path: Path) -> str:
 
 
 def peak_gib() -> float:
-    from rlvr.trainer.metrics import peak_memory_gib
+    from rlvr.trainer.run.metrics import peak_memory_gib
     return peak_memory_gib()
 
 
@@ -81,7 +81,7 @@ def run_trl(a) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
-    from rlvr.trainer.models import resolve_model
+    from rlvr.trainer.models.loading import resolve_model
     path = resolve_model("smollm2")
     rows = [json.loads(line) for line in Path(a.data).read_text().splitlines()]
     ds = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])

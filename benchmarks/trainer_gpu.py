@@ -3,7 +3,7 @@
     python benchmarks/trainer_gpu.py [--steps 3] [--prompts 8] [--group 8] [--tokens 128]
 
 The policy is a random Llama with SmolLM2-135M's shape (30 layers, hidden 576, 9 heads, 3 KV
-heads) but the character-level vocabulary of trainer/tiny.py (~100 tokens, so the LM head is
+heads) but the character-level vocabulary of trainer/models/tiny.py (~100 tokens, so the LM head is
 far cheaper than SmolLM2's 49k): the real weights do not fit the GPU machine's transfer limit,
 and random weights rarely emit EOS, so every completion runs to --tokens (the worst case).
 bf16, GRPO preset with k3 KL (reference model on the GPU too), scored in-process. Prints
@@ -20,14 +20,14 @@ from pathlib import Path
 
 
 def build_model(path: Path) -> str:
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     return build_tiny_model(path, layers=30, hidden=576, heads=9, kv_heads=3, intermediate=1536)
 
 
 def seconds_per_step(model: str, out: Path, share_prefix: bool, args) -> dict:
     import torch
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     cfg = TrainConfig.from_preset(
         "grpo", model=model, output_dir=str(out), device="cuda", dtype="bfloat16",
         steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group,

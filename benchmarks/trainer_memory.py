@@ -38,7 +38,7 @@ def run_variant(name: str, micro_batch: int, steps: int, out: Path, profile: boo
     prof = _profiler(profile)
 
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     cfg = TrainConfig.from_preset(
         "grpo", model="smollm2", output_dir=str(out), steps=steps, prompts_per_step=8,
         group_size=8, max_completion_length=64, micro_batch_size=micro_batch, lr=1e-6,

@@ -120,7 +120,7 @@ def run_floor(a) -> dict:
     and (beta > 0) one reference forward."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from rlvr.trainer.rollout import encode_prompt
+    from rlvr.trainer.sampling.rollout import encode_prompt
     env, ts = tasks(a.prompts * (a.steps + 1))
     tok = AutoTokenizer.from_pretrained(a.model)
     tok.padding_side = "left"

@@ -18,7 +18,7 @@ def one_torch_thread():
 def tiny_model(tmp_path_factory):
     """A random 2-layer Llama with a character tokenizer, written once per session (files
     that need another size define their own)."""
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 

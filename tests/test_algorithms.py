@@ -1,14 +1,14 @@
 """Hand-derived numbers for every advantage estimator, KL estimator and loss aggregation.
 
 Each expected value is worked out in the comment above its assertion; the tests fail when the
-math in trainer/algorithms.py changes.
+math in trainer/objective/algorithms.py changes.
 """
 import math
 
 import pytest
 import torch
 
-from rlvr.trainer import algorithms as A
+from rlvr.trainer.objective import algorithms as A
 
 T, F = True, False
 

@@ -12,11 +12,11 @@ import torch
 
 from rlvr.core import Task
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.distributed import group_seeds
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import load_policy, load_tokenizer
-from rlvr.trainer.rollout import generate
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.parallel.distributed import group_seeds
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.loading import load_policy, load_tokenizer
+from rlvr.trainer.sampling.rollout import generate
+from rlvr.trainer.models.tiny import build_tiny_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -103,14 +103,14 @@ def test_bootstrap_interval_brackets_the_mean_and_matches_a_direct_bootstrap():
 # --- sampling and the run ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
 def _sampler(path, batch_size):
     import torch
 
-    from rlvr.trainer.models import load_policy, load_tokenizer
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
     return LocalSampler(load_policy(path, "float32", torch.device("cpu")),
                         load_tokenizer(path), batch_size)
 

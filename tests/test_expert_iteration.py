@@ -16,10 +16,10 @@ import torch
 
 from rlvr.cli import main
 from rlvr.core import Verdict
-from rlvr.trainer import algorithms as alg
+from rlvr.trainer.objective import algorithms as alg
 from rlvr.trainer.config import TrainConfig, load_config
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import load_policy
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.loading import load_policy
 
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 12,
         "micro_batch_size": 3, "lr": 1e-2, "progress": False, "checkpoint_every": 0,
@@ -60,7 +60,7 @@ def test_the_filter_keeps_ok_verdicts_whose_answer_reaches_the_threshold():
 
 
 def judged(rollout):
-    """`rollout` with the verdicts above, scored as the loop scores (trainer/rollout.py)."""
+    """`rollout` with the verdicts above, scored as the loop scores (trainer/sampling/rollout.py)."""
     r = copy.deepcopy(rollout)
     r.verdicts = [v for v, _ in VERDICTS]
     r.rewards = torch.tensor([v.score for v in r.verdicts])

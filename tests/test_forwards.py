@@ -1,4 +1,4 @@
-"""The fast forward equals the reference forward (trainer/reference.py, log-probs by their
+"""The fast forward equals the reference forward (trainer/forwards/reference.py, log-probs by their
 definition) on the same batch: log-probs within 1e-5 and gradients with cosine >= 0.99999,
 across presets, LoRA, activation checkpointing, bf16 and multi-turn masks; and the same tiny
 run through either path takes the same first steps."""
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.fast import FastForward
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.reference import ReferenceForward, Sequences
+from rlvr.trainer.forwards.fast import FastForward
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.forwards.reference import ReferenceForward, Sequences
 
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 16, "overlong_buffer": 8,
         "micro_batch_size": 3, "lr": 1e-2, "progress": False, "checkpoint_every": 0,
@@ -169,7 +169,7 @@ def test_reference_logprobs_are_the_definition(tiny_model, tmp_path):
 def test_both_forwards_meet_the_protocol_the_update_reads(tiny_model, tmp_path):
     """The update reads a forward only through `Forward` and its micro-batches only through
     `Micro` (rows, mask, silent): no path-specific attribute probed with getattr."""
-    from rlvr.trainer.forward import Forward, Micro
+    from rlvr.trainer.forwards.protocol import Forward, Micro
     for forward in ("fast", "reference"):
         tr = trainer(tiny_model, tmp_path / forward, forward=forward)
         assert isinstance(tr.forward, Forward)

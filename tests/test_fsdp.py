@@ -13,9 +13,9 @@ from safetensors.torch import load_file
 from torch.distributed.checkpoint import FileSystemReader
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.distributed import DistContext
-from rlvr.trainer.fsdp import shard_models
-from rlvr.trainer.models import load_policy
+from rlvr.trainer.parallel.distributed import DistContext
+from rlvr.trainer.parallel.fsdp import shard_models
+from rlvr.trainer.models.loading import load_policy
 from test_distributed import assert_same_metrics, rows, train
 
 FSDP = ["parallel=fsdp", "gradient_checkpointing=true"]

@@ -1,4 +1,4 @@
-"""The transformers adapter's contract (trainer/hf_adapter.py): it holds on the installed
+"""The transformers adapter's contract (trainer/forwards/hf_adapter.py): it holds on the installed
 transformers, it fails loudly -- naming the version and the internal -- when an internal it
 relies on moves (simulated here by taking each one away), and the trainer then falls back to
 the reference forward with one warning instead of crashing mid-step."""
@@ -12,12 +12,12 @@ import torch
 import transformers
 from transformers import cache_utils
 
-from rlvr.trainer import hf_adapter
+from rlvr.trainer.forwards import hf_adapter
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.fast import FastForward
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import load_policy
-from rlvr.trainer.reference import ReferenceForward
+from rlvr.trainer.forwards.fast import FastForward
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.loading import load_policy
+from rlvr.trainer.forwards.reference import ReferenceForward
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The sampler-trainer correction menu (trainer/importance.py), each row against a hand
+"""The sampler-trainer correction menu (trainer/objective/importance.py), each row against a hand
 computation on one small batch; masked tokens get exactly zero gradient; bad names and knobs
 are refused in one line."""
 import math
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from rlvr.trainer import TrainConfig
-from rlvr.trainer import algorithms as alg
-from rlvr.trainer.importance import (CORRECTIONS, Knobs, check_settings, correction_weights,
+from rlvr.trainer.objective import algorithms as alg
+from rlvr.trainer.objective.importance import (CORRECTIONS, Knobs, check_settings, correction_weights,
                                      mismatch_metrics)
 
 # Four completions (rows), up to two tokens each; pi_old / pi_s = r per token:
@@ -150,8 +150,8 @@ def test_the_update_applies_the_chosen_correction(tiny_model, tmp_path):
     gradient and a token mask whose band ends at 1.5 zeroes it; with a sampler that gave twice
     the probability (mean KL ln 2 > delta) DeepSeek-V3.2's mask drops exactly the completions
     with negative advantage."""
-    from rlvr.trainer.loop import Trainer
-    from rlvr.trainer.metrics import UpdateStats
+    from rlvr.trainer.run.loop import Trainer
+    from rlvr.trainer.run.metrics import UpdateStats
     from test_server_rollouts import TINY, TextSum
     cfg = TrainConfig(**{**TINY, "model": tiny_model, "output_dir": str(tmp_path / "run"),
                          "steps": 1})

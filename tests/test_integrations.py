@@ -62,7 +62,7 @@ def test_trl_reward_funcs_through_the_pool_match_in_process():
 
 def test_trl_grpo_trainer_runs_one_step_on_rlvr_rewards(tmp_path):
     import trl   # a test extra (pip install -e .[test]): its absence is a failure, not a skip
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     env = load_env("arithmetic", format_weight=0.1)
     args = trl.GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4,
                           num_generations=4, max_completion_length=8, max_steps=1, use_cpu=True,

@@ -74,7 +74,7 @@ def test_rlvr_score_and_audit_run_on_a_verifiers_environment(tmp_path):
 def test_rlvr_train_and_eval_run_on_a_verifiers_environment(tiny_model, tmp_path):
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.evaluation.evaluate import EvalConfig, run_eval
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     Trainer(TrainConfig.from_preset("grpo", model=tiny_model, env=VF, output_dir=str(tmp_path),
                                     **TINY_TRAIN)).train()
     row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
@@ -146,7 +146,7 @@ def test_an_openenv_server_is_scored_by_url_and_a_dead_server_is_infra_error():
 
 def test_rlvr_score_and_train_run_on_an_openenv_environment(tiny_model, tmp_path):
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     env = load_env(OE_CLASS, tasks=4, test_tasks=2)
     task = env.get_task(f"{OE_CLASS}/test/0")
     rows = [{"id": task.id, "completion": c} for c in (str(_sum_answer(task)), "nope", "boom")]

@@ -1,11 +1,11 @@
-"""The block-wise log-softmax (trainer/logprobs.py): the same values and gradients as the
+"""The block-wise log-softmax (trainer/forwards/logprobs.py): the same values and gradients as the
 autograd formula, and no vocabulary-sized tensor beyond the logits in forward or backward."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from rlvr.trainer.logprobs import selective_log_softmax
+from rlvr.trainer.forwards.logprobs import selective_log_softmax
 
 
 def naive(logits, targets, temperature):

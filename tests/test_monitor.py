@@ -16,10 +16,10 @@ from rlvr.monitor import Monitor, MonitorSettings, register_detector
 from rlvr.monitor import detectors as detectors_module
 from rlvr.monitor.honeypot import BAIT, NOTE
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.metrics import UpdateStats
-from rlvr.trainer.rollout import Rollout
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.run.metrics import UpdateStats
+from rlvr.trainer.sampling.rollout import Rollout
+from rlvr.trainer.models.tiny import build_tiny_model
 
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 16, "overlong_buffer": 8,
         "micro_batch_size": 2, "lr": 1e-2, "progress": False, "checkpoint_every": 0,
@@ -244,7 +244,7 @@ def test_detector_and_second_opinion_register_through_entry_points(tmp_path, mon
 # --------------------------------------------------------------------------- plots
 
 def test_hack_rates_are_plotted_beside_the_reward_only_when_logged(tmp_path):
-    from rlvr.trainer.plots import plot_run
+    from rlvr.trainer.run.plots import plot_run
     for name, extra in (("with", {"hack/hedge": 0.25, "monitor/disagree_reward": 0.5}),
                         ("without", {})):
         run = tmp_path / name

@@ -22,7 +22,7 @@ def test_the_loose_verifier_pays_for_a_hedge_that_the_monitor_catches(tmp_path):
     import rlvr
     from rlvr.core import Verdict
     from rlvr.monitor import Monitor, MonitorSettings
-    from rlvr.trainer.rollout import Rollout
+    from rlvr.trainer.sampling.rollout import Rollout
     demo = demo_module()
     demo.register_loose_env()
     env = rlvr.load_env(demo.ENV, n_terms=2, max_value=20)

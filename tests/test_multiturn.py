@@ -16,12 +16,12 @@ from rlvr.envs.multiturn import (Episode, MultiTurnEnvironment, Reply, ToolEnvir
 from rlvr.envs.base import RowSource
 from rlvr.envs.registry import load_env
 from rlvr.pool import WorkerPool
-from rlvr.trainer.episodes import (env_token_ids, episode_metrics, policy_tokens, run_episodes,
+from rlvr.trainer.sampling.episodes import (env_token_ids, episode_metrics, policy_tokens, run_episodes,
                                    tool_prompt)
-from rlvr.trainer.fast import completion_logprobs, pack
-from rlvr.trainer.models import load_tokenizer
-from rlvr.trainer.rollout import Rollout
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.forwards.fast import completion_logprobs, pack
+from rlvr.trainer.models.loading import load_tokenizer
+from rlvr.trainer.sampling.rollout import Rollout
+from rlvr.trainer.models.tiny import build_tiny_model
 from rlvr.verifiers.numeric import NumericMatch
 from rlvr.verifiers.tools import Toolbox, calculator
 
@@ -215,7 +215,7 @@ def test_env_tokens_get_exactly_zero_gradient(tiny, tok):
     engine = ScriptedEngine(tok, lambda ctx, row: f"<answer>{row}</answer>")
     r = run_episodes(engine, env, tok, env.sample(1), 2, 50)
     assert all(e.turns == 3 and e.end_reason == "max_turns" for e in r.completions)
-    from rlvr.trainer.models import load_policy
+    from rlvr.trainer.models.loading import load_policy
     model = load_policy(tiny, "float32", torch.device("cpu"))
     for share in (True, False):
         mb = pack([[0, 1]], r.prompt_ids, r.completion_ids, tok.pad_token_id, "cpu", share)
@@ -285,10 +285,10 @@ def _conversations(tok, n=5):
 def test_later_turns_sample_as_if_each_context_were_prefilled_alone(tiny, tok, greedy):
     """The common-prefix sampler (prefix prefilled once) gives the tokens the per-context
     sampler gives: same positions and attention, so the same logits and, seeded, the same draws."""
-    from rlvr.trainer.rollout import sample_continuations
-    from rlvr.trainer.prefix import common_prefix
-    from rlvr.trainer.models import load_policy
-    from rlvr.trainer.rollout import sample_shared_prefix
+    from rlvr.trainer.sampling.rollout import sample_continuations
+    from rlvr.trainer.forwards.prefix import common_prefix
+    from rlvr.trainer.models.loading import load_policy
+    from rlvr.trainer.sampling.rollout import sample_shared_prefix
     model = load_policy(tiny, "float32", torch.device("cpu"))
     contexts = _conversations(tok)
     assert common_prefix(contexts) > 20
@@ -305,8 +305,8 @@ def test_later_turns_sample_as_if_each_context_were_prefilled_alone(tiny, tok, g
 def test_later_turn_prefill_gives_each_contexts_own_logits(tiny, tok):
     """Prefix run once, suffixes after it: the next-token logits of every row are those of the
     context run alone (a wrong position offset moves them by ~1e-3 on this model)."""
-    from rlvr.trainer.models import load_policy
-    from rlvr.trainer.rollout import prefill
+    from rlvr.trainer.models.loading import load_policy
+    from rlvr.trainer.sampling.rollout import prefill
     model = load_policy(tiny, "float32", torch.device("cpu"))
     contexts = _conversations(tok)
     _, logits, attn = prefill(model, contexts, tok.pad_token_id)
@@ -317,10 +317,10 @@ def test_later_turn_prefill_gives_each_contexts_own_logits(tiny, tok):
 
 
 def test_common_prefix_sampler_handles_no_shared_prefix_and_identical_contexts(tiny, tok):
-    from rlvr.trainer.rollout import sample_continuations
-    from rlvr.trainer.prefix import common_prefix
-    from rlvr.trainer.models import load_policy
-    from rlvr.trainer.rollout import sample_shared_prefix
+    from rlvr.trainer.sampling.rollout import sample_continuations
+    from rlvr.trainer.forwards.prefix import common_prefix
+    from rlvr.trainer.models.loading import load_policy
+    from rlvr.trainer.sampling.rollout import sample_shared_prefix
     model = load_policy(tiny, "float32", torch.device("cpu"))
     a, b = tok("xyz abc", add_special_tokens=False).input_ids, \
         tok("abc xyz", add_special_tokens=False).input_ids

@@ -7,9 +7,9 @@ import pytest
 import rlvr.envs.tool_envs  # noqa: F401  (registers the built-in multi-turn environments)
 from rlvr.envs.registry import check_env, load_env
 from rlvr.pool import WorkerPool
-from rlvr.trainer.episodes import run_episodes
-from rlvr.trainer.models import load_tokenizer
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.sampling.episodes import run_episodes
+from rlvr.trainer.models.loading import load_tokenizer
+from rlvr.trainer.models.tiny import build_tiny_model
 
 from test_multiturn import ScriptedEngine
 

@@ -8,9 +8,9 @@ import rlvr.envs.tool_envs  # noqa: F401
 from rlvr.envs.multiturn import transcript
 from rlvr.envs.registry import load_env
 from rlvr.scoring import ScoreConfig, score_file
-from rlvr.trainer.episodes import run_episodes
-from rlvr.trainer.models import load_tokenizer
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.sampling.episodes import run_episodes
+from rlvr.trainer.models.loading import load_tokenizer
+from rlvr.trainer.models.tiny import build_tiny_model
 
 from test_multiturn import ScriptedEngine, calc_script, episode_part
 

@@ -13,9 +13,9 @@ from rlvr.envs.multiturn import Episode, MultiTurnEnvironment, Reply
 from rlvr.envs.registry import register_env
 from rlvr.core import FunctionReward
 from rlvr.trainer.config import PRESETS, TrainConfig
-from rlvr.trainer.episodes import policy_tokens
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.sampling.episodes import policy_tokens
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.tiny import build_tiny_model
 
 
 class Nagging(MultiTurnEnvironment):
@@ -96,7 +96,7 @@ def test_the_trainers_loss_mask_leaves_out_every_environment_token(tiny_model, t
         assert torch.equal(policy_tokens(rollout, mb) & rollout.valid[mb.rows, None], mask)
     assert env_total > 0
     # the update's gradient of the loss w.r.t. env-token log-probs is exactly zero
-    from rlvr.trainer.fast import completion_logprobs
+    from rlvr.trainer.forwards.fast import completion_logprobs
     mb, mask = batch.micro[0], batch.loss_mask[0]
     logp, _ = completion_logprobs(trainer.policy, mb)
     logp.retain_grad()
@@ -128,7 +128,7 @@ def test_multiturn_resume_is_exact(tiny_model, tmp_path):
 
 
 def test_a_multiturn_run_plots_its_tool_use_and_a_single_turn_run_does_not(tmp_path):
-    from rlvr.trainer.plots import plot_run
+    from rlvr.trainer.run.plots import plot_run
     rows = [{"step": s, "reward": 0.1 * s, "tool_calls/mean": 0.5 + 0.1 * s,
              "tool_calls/error_rate": 0.5 - 0.05 * s, "turns/mean": 1.5} for s in range(1, 6)]
     for name, keep in (("multi", None), ("single", {"step", "reward"})):

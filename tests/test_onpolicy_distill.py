@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from rlvr.cli import main
-from rlvr.trainer import algorithms as alg
+from rlvr.trainer.objective import algorithms as alg
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.distill import logprobs_and_reverse_kl
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import load_policy
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.objective.distill import logprobs_and_reverse_kl
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.loading import load_policy
+from rlvr.trainer.models.tiny import build_tiny_model
 from test_forwards import update, varied     # a shared system turn, completions of 1..16 tokens
 
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 16,

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from rlvr.cli import main
-from rlvr.trainer.plots import PANELS, compare_runs, load_run, plot_run, smooth
+from rlvr.trainer.run.plots import PANELS, compare_runs, load_run, plot_run, smooth
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -101,7 +101,7 @@ def _axes(run, panel_name):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from rlvr.trainer.plots import _draw
+    from rlvr.trainer.run.plots import _draw
     fig, ax = plt.subplots()
     assert _draw(ax, next(p for p in PANELS if p.name == panel_name), [load_run(run)])
     return fig, ax
@@ -127,7 +127,7 @@ def test_negative_rewards_are_inside_the_y_axis(tmp_path):
 
 
 def test_y_range_comes_from_the_data():
-    from rlvr.trainer.plots import y_range
+    from rlvr.trainer.run.plots import y_range
     assert y_range([0.2, 0.4], unit_interval=True) == pytest.approx((-0.03, 1.03))
     lo, hi = y_range([1.5, 2.0], unit_interval=True)       # a weighted reward past 1
     assert hi > 2.0 and lo < 0.0
@@ -145,7 +145,7 @@ def test_evaluations_are_points_with_intervals_not_a_line(tmp_path):
     # base and final evaluation on 100 tasks: two measurements, each with its 95% interval
     # (about +-0.1 at 0.5), and no line inventing a trajectory between them
     from matplotlib.container import ErrorbarContainer
-    from rlvr.trainer.plots import wilson
+    from rlvr.trainer.run.plots import wilson
     rows = [{"step": s, "reward": 0.01 * s} for s in range(1, 9)]
     run = _write_rows(tmp_path / "run", rows, evals=[
         {"step": 0, "pass@1": 0.51, "think/well_formed_rate": 0.0, "tasks": 100},

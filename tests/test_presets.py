@@ -81,7 +81,7 @@ def test_knobs_the_estimator_reads_or_left_at_their_default_pass_quietly():
 def test_the_knobs_presets_set_are_the_ones_declared_by_preset():
     """A knob a preset sets takes the preset's value unless given, because its section declares
     it `by_preset`: the two lists cannot drift, and the constructor is the dataclass's own."""
-    from rlvr.trainer.presets import ByPreset
+    from rlvr.trainer.objective.presets import ByPreset
     from rlvr.trainer.sections import SECTIONS
     declared = {f.name for cls in SECTIONS.values() for f in dataclasses.fields(cls)
                 if isinstance(f.default, ByPreset)}

@@ -140,7 +140,7 @@ def test_main_job_settings_resolve_and_overrides_win():
 def test_think_tokenizer_opens_the_think_block(tmp_path):
     from transformers import AutoTokenizer
 
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     model = build_tiny_model(tmp_path / "model")
     path = think_tokenizer(model, tmp_path)
     tok = AutoTokenizer.from_pretrained(path)
@@ -197,7 +197,7 @@ def test_held_out_accuracy_counts_right_answers_not_well_formed_ones():
     import rlvr
     from rlvr.core import Completion
     from rlvr.trainer.recipes.r1zero import held_out_eval
-    from rlvr.trainer.rollout import Rollout
+    from rlvr.trainer.sampling.rollout import Rollout
     env = rlvr.load_env("arithmetic", n_terms=2, max_value=20, ops="+", test_fraction=0.5,
                         prompt_style="chat", format_weight=1.0)
 

@@ -166,7 +166,7 @@ def test_value_head_backbone_without_head_is_refused(tmp_path):
 def test_multi_logit_classifier_is_refused(tmp_path):
     from transformers import AutoModelForSequenceClassification
     from rlvr.trainer.reward_models.rm_training import build_tiny_tokenizer
-    from rlvr.trainer.tiny import tiny_llama_config
+    from rlvr.trainer.models.tiny import tiny_llama_config
     tok = build_tiny_tokenizer()
     cfg = tiny_llama_config(tok, layers=1, hidden=16, heads=2, num_labels=3)
     AutoModelForSequenceClassification.from_config(cfg).save_pretrained(tmp_path)

@@ -214,9 +214,9 @@ def test_trainer_optimises_a_verifier_plus_reward_model_mix(preset, tmp_path):
     """PPO as in Ouyang et al. 2022 (InstructGPT): the reward model scores finished responses, the critic predicts
     that score from partial ones; every component is logged per step."""
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     from rlvr.trainer.reward_models.rm_training import build_tiny_reward_model
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     rm = build_tiny_reward_model(tmp_path / "rm", seed=1)
     cfg = TrainConfig.from_preset(
         preset, model=str(build_tiny_model(tmp_path / "policy")), output_dir=str(tmp_path / "run"),

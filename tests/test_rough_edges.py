@@ -57,7 +57,7 @@ def test_train_rm_bar_shows_no_nan_before_the_first_eval():
 
 
 def test_rlvr_train_prints_each_evaluation_on_the_console(tmp_path, capsys):
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     model = build_tiny_model(tmp_path / "model")
     out = tmp_path / "run"
     env_kwargs = json.dumps({"n_terms": 2, "max_value": 9, "prompt_style": "base"})

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 import torch
 
-from rlvr.trainer.models import load_policy, load_tokenizer
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.models.loading import load_policy, load_tokenizer
+from rlvr.trainer.models.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +30,8 @@ def test_a_refilled_batch_samples_what_each_prompt_gets_alone(tiny, greedy, one_
     # rows): prompts join as rows finish (their caches right-aligned to the running one) and
     # finished rows are dropped in bulk; every prompt's completions are exactly those of
     # decoding it alone with its seed.
-    import rlvr.trainer.batching as B
-    from rlvr.trainer.rollout import eos_ids, sample_shared_prefix
+    import rlvr.trainer.sampling.batching as B
+    from rlvr.trainer.sampling.rollout import eos_ids, sample_shared_prefix
     model, tok = tiny
     prompts, seeds = _prompts(tok), [11, 12, 13, 14, 15]
     eos = eos_ids(tok, model)
@@ -83,8 +83,8 @@ def test_every_sampler_draws_the_policys_distribution(tiny, one_torch_thread):
     # T = 0.1. Each stays within 2.2x the distance sampling noise alone gives; a sampler off by
     # a temperature of 0.12 instead of 0.1 is well outside it (the test can fail).
     from rlvr.core import Task
-    from rlvr.trainer.batching import sample_refilling
-    from rlvr.trainer.rollout import encode_prompt, eos_ids, generate
+    from rlvr.trainer.sampling.batching import sample_refilling
+    from rlvr.trainer.sampling.rollout import encode_prompt, eos_ids, generate
     model, tok = tiny
     T, n = 0.1, 1500
     prompt = encode_prompt(tok, "7 + 8 =")

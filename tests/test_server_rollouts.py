@@ -13,10 +13,10 @@ import torch
 
 from rlvr.core import BaseReward, Verdict
 from rlvr.trainer import TrainConfig
-from rlvr.trainer.importance import Knobs, mismatch_metrics, truncated_weights
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import load_policy, load_tokenizer
-from rlvr.trainer.server_engine import ServerEngine, ServerError
+from rlvr.trainer.objective.importance import Knobs, mismatch_metrics, truncated_weights
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.loading import load_policy, load_tokenizer
+from rlvr.trainer.sampling.server_engine import ServerEngine, ServerError
 
 from server_for_tests import CompletionServer
 from test_multiturn import pool  # noqa: F401  (a worker pool fixture for tool episodes)
@@ -249,7 +249,7 @@ def test_the_update_multiplies_each_tokens_loss_by_its_truncated_weight(tiny_mod
     """A sampler that gave every token half the trainer's probability: every ratio is 2, above
     C = 1.5, so every weight is 1.5 and the policy gradient at inner step 1 (ratio to pi_old = 1,
     nothing clipped, no KL) is exactly 1.5 times the uncorrected one."""
-    from rlvr.trainer.metrics import UpdateStats
+    from rlvr.trainer.run.metrics import UpdateStats
     cfg = TrainConfig(**{**TINY, "model": tiny_model, "output_dir": str(tmp_path / "run"),
                          "steps": 1, "importance_threshold": 1.5})
     trainer = Trainer(cfg)
@@ -296,8 +296,8 @@ def test_episodes_carry_the_servers_log_probs_of_every_policy_turn(tiny_model, p
     generate_ids returned (`Continuation.logprobs`), 0 on the environment's tokens; an engine
     whose later turns carry none leaves the episodes uncorrected (None)."""
     from test_multiturn import ScriptedEngine, calc_env, calc_script
-    from rlvr.trainer.episodes import run_episodes
-    from rlvr.trainer.episodes import Continuation
+    from rlvr.trainer.sampling.episodes import run_episodes
+    from rlvr.trainer.sampling.episodes import Continuation
     tok = load_tokenizer(tiny_model)
 
     class Reporting(ScriptedEngine):             # a server: every token's log-prob is -(id/1000)

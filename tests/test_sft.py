@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from rlvr.cli import main
-from rlvr.trainer.models import load_policy, load_tokenizer, resolve_model
-from rlvr.trainer.rollout import encode_prompt
+from rlvr.trainer.models.loading import load_policy, load_tokenizer, resolve_model
+from rlvr.trainer.sampling.rollout import encode_prompt
 from rlvr.trainer.sft import SFTConfig, SFTTrainer, encode_row, sft
-from rlvr.trainer.packing import mask_dtype
+from rlvr.trainer.forwards.packing import mask_dtype
 from rlvr.trainer.sft.batches import nll_sum, packed, padded
 from rlvr.trainer.sft.data import DataError, load_examples
 
@@ -232,7 +232,7 @@ def test_cli_trains_plots_refuses_a_second_run_and_the_run_is_a_model(tiny_model
     # The run folder is a model wherever one is taken: its latest policy.
     assert resolve_model(str(run)) == str(run / "checkpoints" / "step-000002" / "policy")
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.models import load_policy as lp
+    from rlvr.trainer.models.loading import load_policy as lp
     assert lp(TrainConfig(model=str(run)).model, "float32", "cpu") is not None
     capsys.readouterr()
     assert main(argv) == 2                        # a second run into the same folder: refused
@@ -306,7 +306,7 @@ def test_gradient_checkpointing_and_bf16_train_the_same_step(tiny_model, tmp_pat
 
 
 def test_lora_run_saves_adapters_and_exports_merged(tiny_model, tmp_path):
-    from rlvr.trainer.export import export_run
+    from rlvr.trainer.run.export import export_run
     data = write_jsonl(tmp_path / "d.jsonl", sums(4))
     run = sft(SFTConfig(**TINY, model=tiny_model, data=data, steps=1, lora_rank=4,
                         output_dir=str(tmp_path / "lora")))

@@ -10,9 +10,9 @@ import torch
 
 from rlvr.cli import main
 from rlvr.trainer.config import PRESETS, TrainConfig, field_docs, load_config
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.fast import completion_logprobs
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.forwards.fast import completion_logprobs
+from rlvr.trainer.models.tiny import build_tiny_model
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # Base-model prompts (short); a format reward and overlong shaping so a random model's rewards
@@ -152,12 +152,12 @@ def test_groups_without_signal_skip_the_backward_and_change_nothing(preset, meas
               loss_aggregation="token_mean", weight_decay=0.1)
     skip, full = (Trainer(tiny_config(tiny_model, tmp_path / n, preset=preset, **kw))
                   for n in ("skip", "full"))
-    from rlvr.trainer.fast import FastForward
+    from rlvr.trainer.forwards.fast import FastForward
     plan = full.forward.micro_batches        # the same update, every backward run
     full.forward.micro_batches = lambda rollout, size, adv=None: plan(rollout, size, None)
     forwards = []                            # (with autograd?) per forward of skip's policy
-    import rlvr.trainer.fast as fast
-    from rlvr.trainer.rollout import sampled_entropy
+    import rlvr.trainer.forwards.fast as fast
+    from rlvr.trainer.sampling.rollout import sampled_entropy
     monkeypatch.setattr(fast, "completion_logprobs", lambda model, *a, **k: (
         forwards.append(torch.is_grad_enabled()) if model is skip.policy else None)
         or completion_logprobs(model, *a, **k))
@@ -263,7 +263,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
     # One prompt pass per group, its completions packed back to back on rows that continue
     # its KV cache, gives the same log-probs, critic values and gradients as running every
     # [prompt | completion] in full -- completions of 1 to 16 tokens, either attention.
-    from rlvr.trainer import fast
+    from rlvr.trainer.forwards import fast
     tr = Trainer(tiny_config(tiny_model, tmp_path / "p", "ppo", share_prefix=False))
     rollout, _ = tr.collect()
     for model in (tr.policy, tr.critic.backbone):
@@ -271,7 +271,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
     lengths = [1, 16, 5, 9, 2, 16]
     rollout.completion_ids = [(c + list(range(3, 20)))[:n]
                               for c, n in zip(rollout.completion_ids, lengths)]
-    from rlvr.trainer.fast import pack, plan_groups
+    from rlvr.trainer.forwards.fast import pack, plan_groups
     packed_rows = []
     for groups in plan_groups(rollout, 4):
         mb = pack(groups, rollout.prompt_ids, rollout.completion_ids, 0, "cpu", True)
@@ -287,7 +287,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
         (a, _), (b, _) = (completion_logprobs(tr.policy, mb) for mb in mbs)
         assert torch.allclose(a[mbs[0].mask], b[mbs[1].mask], atol=1e-5)
         assert torch.allclose(grads[0], grads[1], atol=1e-5)
-        from rlvr.trainer.fast import completion_values
+        from rlvr.trainer.forwards.fast import completion_values
         tr.critic.value_head.bias.data.fill_(0.0)
         torch.nn.init.normal_(tr.critic.value_head.weight)
         va, vb = (completion_values(tr.critic, mb) for mb in mbs)
@@ -298,7 +298,7 @@ def test_shared_prefix_forward_equals_full_sequences(tiny_model, tmp_path, atten
 def test_shared_prefix_sampler_matches_hf_generate_greedy(tiny_model, tmp_path):
     # Greedy decoding is deterministic: our cached, row-dropping sampler must produce exactly
     # the tokens (and stop reasons) of transformers' generate.
-    from rlvr.trainer.rollout import generate
+    from rlvr.trainer.sampling.rollout import generate
     tr = Trainer(tiny_config(tiny_model, tmp_path / "g"))
     tasks = tr.stream.take(3)
     ours = generate(tr.policy, tr.tokenizer, tasks, 1, 24, greedy=True, share_prefix=True)
@@ -311,8 +311,8 @@ def test_common_prefix_is_prefilled_once_with_the_same_result(tiny_model, tmp_pa
     # A system prompt shared by every prompt is computed once and each remainder on top of it
     # (padding between the two): the logits, and greedy and seeded completions, are those of
     # prefilling each prompt whole -- including prompts of different lengths.
-    import rlvr.trainer.prefix as models
-    import rlvr.trainer.rollout as ro
+    import rlvr.trainer.forwards.prefix as models
+    import rlvr.trainer.sampling.rollout as ro
     tr = Trainer(tiny_config(tiny_model, tmp_path / "p"))
     tok, policy = tr.tokenizer, tr.policy
     system = tok.encode("You are a careful assistant who adds numbers and then states the sum. " * 2)
@@ -342,7 +342,7 @@ def test_sampler_measures_the_entropy_the_update_would(temperature, top_p, tiny_
     # The sampler holds each token's distribution: its entropy there (of softmax(logits / T),
     # the whole distribution, not the top-p nucleus) equals the training forward's, token by
     # token, so a group without signal needs no forward for the entropy metric.
-    import rlvr.trainer.rollout as ro
+    import rlvr.trainer.sampling.rollout as ro
     tr = Trainer(tiny_config(tiny_model, tmp_path / "e", temperature=temperature, top_p=top_p))
     rollout, _ = tr.collect()
     batch = tr.prepare(rollout)

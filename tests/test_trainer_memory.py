@@ -1,7 +1,7 @@
 """Memory behaviour of the trainer on a tiny random model: the log-probs path equals a plain
 full-vocabulary log-softmax (values and gradients), gradients do not outlive the optimizer
 step, LoRA's reference is the policy's own weights (no second copy), and with glibc's mmap
-threshold pinned (trainer/allocator.py) freed tensors leave the process. The peak RSS these
+threshold pinned (trainer/forwards/allocator.py) freed tensors leave the process. The peak RSS these
 buy is measured in benchmarks/README.md ("Trainer memory")."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.fast import completion_logprobs, pack, plan_groups
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.models import AdaptersOff
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.forwards.fast import completion_logprobs, pack, plan_groups
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.models.loading import AdaptersOff
+from rlvr.trainer.models.tiny import build_tiny_model
 
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 12,
         "micro_batch_size": 6, "lr": 1e-2, "progress": False, "checkpoint_every": 0,
@@ -92,7 +92,7 @@ def test_lora_reference_holds_no_weights_of_its_own(tiny_model, tmp_path):
 
 ALLOCATOR_PROBE = """
 import sys, torch
-from rlvr.trainer.allocator import release_freed_memory
+from rlvr.trainer.forwards.allocator import release_freed_memory
 if sys.argv[1] == "on":
     assert release_freed_memory()
 def anon_mib():
@@ -139,7 +139,7 @@ def test_prompt_and_completion_passes_accumulate_their_gradients_separately(tiny
 
 HEAP_REUSE_PROBE = """
 import resource, torch
-from rlvr.trainer.allocator import heap_reuse, release_freed_memory
+from rlvr.trainer.forwards.allocator import heap_reuse, release_freed_memory
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 def anon_mib():
@@ -185,7 +185,7 @@ def test_heap_reuse_serves_sampling_from_the_heap_and_hands_it_back():
 
 
 def test_heap_reuse_is_a_no_op_without_the_pin():
-    from rlvr.trainer import allocator
+    from rlvr.trainer.forwards import allocator
     saved, allocator._pinned = allocator._pinned, None
     try:
         with allocator.heap_reuse():

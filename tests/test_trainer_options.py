@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from rlvr.trainer.config import TrainConfig, load_config
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.fast import completion_logprobs
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.forwards.fast import completion_logprobs
+from rlvr.trainer.models.tiny import build_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"prompts_per_step": 2, "group_size": 3, "max_completion_length": 16, "overlong_buffer": 8,
@@ -104,7 +104,7 @@ def test_bf16_forward_runs_under_autocast(tiny_model, tmp_path):
 def test_a_large_finite_dataset_is_shuffled_and_repeated():
     from rlvr.core import FunctionReward, Task
     from rlvr.envs.base import Environment, RowSource
-    from rlvr.trainer.rollout import PromptStream
+    from rlvr.trainer.sampling.rollout import PromptStream
     n = 10_050
     tasks = [Task(f"t{i}", f"{i} =", str(i)) for i in range(n)]
     env = Environment("big", RowSource({"train": tasks}), rewards=[(FunctionReward(lambda t, c: 0.0), 1.0)])
@@ -125,8 +125,8 @@ def test_procedural_sources_still_stream_in_their_own_order(tiny_model, tmp_path
 # --- bug 5: only TrainConfig's sampling settings reach `generate` ------------------------------
 def test_hf_generate_ignores_the_models_generation_config(tiny_model):
     from rlvr.core import Task
-    from rlvr.trainer.models import load_policy, load_tokenizer
-    from rlvr.trainer.rollout import generate
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
+    from rlvr.trainer.sampling.rollout import generate
     policy, tok = load_policy(tiny_model, "float32", "cpu"), load_tokenizer(tiny_model)
     tasks = [Task(f"t{i}", f"{i} + {i} =", str(2 * i)) for i in range(3)]
     clean = generate(policy, tok, tasks, 1, 24, greedy=True, share_prefix=True)
@@ -140,9 +140,9 @@ def test_hf_generate_ignores_the_models_generation_config(tiny_model):
 
 def test_frac_reward_zero_std_leaves_failed_samples_out():
     from rlvr.core import Completion, Task, Verdict
-    from rlvr.trainer.metrics import rollout_metrics
-    from rlvr.trainer.rollout import Rollout
-    from rlvr.trainer.tiny import _tokenizer
+    from rlvr.trainer.run.metrics import rollout_metrics
+    from rlvr.trainer.sampling.rollout import Rollout
+    from rlvr.trainer.models.tiny import _tokenizer
     t = Task("t", "1 =", "1")
     verdicts = [Verdict(1.0, "ok"), Verdict(1.0, "ok"), Verdict(0.0, "timeout"),   # valid all 1
                 Verdict(1.0, "ok"), Verdict(0.0, "ok"), Verdict(0.0, "ok")]       # signal
@@ -187,8 +187,8 @@ def test_truncated_completions_carry_no_loss_when_masked(tiny_model, tmp_path):
 # --- activation checkpointing ---------------------------------------------------------------------
 @pytest.mark.parametrize("share_prefix", [True, False])
 def test_checkpointing_gives_the_same_gradients(tiny_model, tmp_path, share_prefix):
-    from rlvr.trainer.fast import completion_values, pack, plan_groups
-    from rlvr.trainer.models import enable_checkpointing
+    from rlvr.trainer.forwards.fast import completion_values, pack, plan_groups
+    from rlvr.trainer.models.loading import enable_checkpointing
     tr = Trainer(config(tiny_model, tmp_path / "c", "ppo", share_prefix=share_prefix))
     rollout, _ = tr.collect()
     groups = plan_groups(rollout, 6)[0]
@@ -234,7 +234,7 @@ def test_a_prompt_prefix_shared_by_the_batch_gives_the_same_update(tiny_model, t
     # A system turn that begins every prompt runs once per pass (reference, critic values,
     # update) instead of once per micro-batch: the same reference log-probs, values, loss and
     # gradients as running every prompt whole.
-    import rlvr.trainer.prefix as prefix
+    import rlvr.trainer.forwards.prefix as prefix
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
     system = first.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
@@ -267,7 +267,7 @@ def test_completions_packed_back_to_back_give_the_same_update(tiny_model, tmp_pa
                                                               preset, extra):
     # Completions of different lengths packed on shared rows (no padding between them) give
     # the reference log-probs, values, loss, metrics and gradients of the padded layout.
-    import rlvr.trainer.fast as models
+    import rlvr.trainer.forwards.fast as models
     first = Trainer(config(tiny_model, tmp_path / "r", preset, **extra))
     rollout, _ = first.collect()
     lengths = [2, 16, 7, 16, 1, 11]
@@ -302,7 +302,7 @@ def test_a_shared_prefix_follows_the_weights_and_its_gradient_is_sent(tiny_model
     # The prefix's cache belongs to one pass: after an update it is recomputed from the new
     # weights (never a stale one), and a pass with gradients that was never sent through the
     # prefix stops the next pass of that model loudly instead of losing its share.
-    from rlvr.trainer.fast import pack
+    from rlvr.trainer.forwards.fast import pack
     tr = Trainer(config(tiny_model, tmp_path / "w", "grpo", micro_batch_size=3))
     rollout, _ = tr.collect()
     system = tr.tokenizer.encode("A careful assistant adds the numbers and states the sum. " * 2)
@@ -372,7 +372,7 @@ def test_lora_checkpoint_holds_adapters_and_resumes_exactly(tiny_model, tmp_path
 
 def test_export_merges_lora_into_a_transformers_folder(tiny_model, tmp_path):
     from transformers import AutoModelForCausalLM
-    from rlvr.trainer.export import export_run
+    from rlvr.trainer.run.export import export_run
     tr = Trainer(config(tiny_model, tmp_path / "run", lora_rank=4, lr=1e-1, steps=1))
     tr.train()
     out = export_run(tmp_path / "run", tmp_path / "merged", merge=True)

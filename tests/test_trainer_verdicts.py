@@ -10,7 +10,7 @@ import pytest
 from rlvr import Task
 from rlvr.core import OK
 from rlvr.trainer import TrainConfig
-from rlvr.trainer.loop import Trainer
+from rlvr.trainer.run.loop import Trainer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -63,13 +63,13 @@ CHECK = textwrap.dedent("""
     import torch, transformers
     assert transformers.__version__ == sys.argv[1], transformers.__version__
     assert torch.__file__.startswith(sys.argv[2]), torch.__file__    # the suite's own torch
-    from rlvr.trainer import hf_adapter
+    from rlvr.trainer.forwards import hf_adapter
     from rlvr.trainer.config import TrainConfig
-    from rlvr.trainer.fast import FastForward
-    from rlvr.trainer.loop import Trainer
-    from rlvr.trainer.reference import ReferenceForward
-    from rlvr.trainer.models import load_policy
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.forwards.fast import FastForward
+    from rlvr.trainer.run.loop import Trainer
+    from rlvr.trainer.forwards.reference import ReferenceForward
+    from rlvr.trainer.models.loading import load_policy
+    from rlvr.trainer.models.tiny import build_tiny_model
     out = tempfile.mkdtemp()
     model = build_tiny_model(out + "/model")
     hf_adapter.check_contract(load_policy(model, "float32", torch.device("cpu")))

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.trainer.loop import Trainer
-from rlvr.trainer.metrics import UpdateStats
-from rlvr.trainer.tiny import build_tiny_model
+from rlvr.trainer.run.loop import Trainer
+from rlvr.trainer.run.metrics import UpdateStats
+from rlvr.trainer.models.tiny import build_tiny_model
 
 G = 4
 

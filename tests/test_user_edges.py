@@ -170,7 +170,7 @@ def test_a_greedy_star_at_0_or_1_is_drawn_whole_inside_the_frame(greedy):
 
 
 def test_a_run_without_evaluation_is_told_so_in_words(tmp_path):
-    from rlvr.trainer.plots import plot_run
+    from rlvr.trainer.run.plots import plot_run
     run = tmp_path / "run"
     run.mkdir()
     (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")

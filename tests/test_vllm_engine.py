@@ -13,10 +13,10 @@ import torch
 
 from rlvr.envs.multiturn import Episode
 from rlvr.trainer import TrainConfig
-from rlvr.trainer.engines import RolloutEngine, VLLMEngine, make_engine
-from rlvr.trainer.episodes import episode_engine
-from rlvr.trainer.models import load_policy
-from rlvr.trainer.rollout import encode_prompt
+from rlvr.trainer.sampling.engines import RolloutEngine, VLLMEngine, make_engine
+from rlvr.trainer.sampling.episodes import episode_engine
+from rlvr.trainer.models.loading import load_policy
+from rlvr.trainer.sampling.rollout import encode_prompt
 
 from test_multiturn import calc_env, calc_script, pool, tiny, tok  # noqa: F401  (fixtures)
 

@@ -1,4 +1,4 @@
-"""Weights & Biases as an optional logger (trainer/wandb_sink.py), in W&B's offline mode: the
+"""Weights & Biases as an optional logger (trainer/run/wandb_sink.py), in W&B's offline mode: the
 records W&B itself wrote are read back (its .wandb file: a LevelDB-style log of protobuf
 records), so the test sees what a `wandb sync` would upload."""
 import json
@@ -74,7 +74,7 @@ def _run_folder(path, steps=3):
 
 
 def test_sink_logs_the_same_names_config_and_artifacts(tmp_path):
-    from rlvr.trainer.wandb_sink import WandbSink
+    from rlvr.trainer.run.wandb_sink import WandbSink
     run = tmp_path / "run"
     rows = _run_folder(run)
     sink = WandbSink(run, {"lr": 1e-5, "steps": 3, "env_kwargs": {"n_terms": 2}})
@@ -103,7 +103,7 @@ def test_sink_logs_the_same_names_config_and_artifacts(tmp_path):
 
 
 def test_a_resumed_run_continues_the_same_wandb_run(tmp_path):
-    from rlvr.trainer.wandb_sink import WandbSink
+    from rlvr.trainer.run.wandb_sink import WandbSink
     run = tmp_path / "run"
     _run_folder(run)
     first = WandbSink(run, {"steps": 3})
@@ -118,7 +118,7 @@ def test_a_resumed_run_continues_the_same_wandb_run(tmp_path):
 
 def test_missing_wandb_names_the_extra(tmp_path, monkeypatch):
     import sys
-    from rlvr.trainer.wandb_sink import WandbSink
+    from rlvr.trainer.run.wandb_sink import WandbSink
     monkeypatch.setitem(sys.modules, "wandb", None)      # as if not installed
     with pytest.raises(ImportError, match=r"pip install 'rlvr\[wandb\]'"):
         WandbSink(tmp_path / "run", {})
@@ -128,7 +128,7 @@ def test_missing_wandb_names_the_extra(tmp_path, monkeypatch):
 def test_rlvr_train_reports_to_wandb_with_the_same_names(tmp_path, capsys):
     """`report_to = ["tensorboard", "wandb"]`: both written, W&B with metrics.jsonl's names."""
     from rlvr.cli import main
-    from rlvr.trainer.tiny import build_tiny_model
+    from rlvr.trainer.models.tiny import build_tiny_model
     model = build_tiny_model(tmp_path / "model")
     out = tmp_path / "run"
     env_kwargs = json.dumps({"n_terms": 2, "max_value": 9, "prompt_style": "base"})
@@ -163,7 +163,7 @@ def test_report_to_names_only_known_sinks():
 
 def test_wandb_environment_variables_win_over_rlvrs_defaults(tmp_path, monkeypatch):
     """WANDB_DIR puts W&B's files there, not in the run folder; WANDB_NAME names the run."""
-    from rlvr.trainer.wandb_sink import WandbSink, init_defaults
+    from rlvr.trainer.run.wandb_sink import WandbSink, init_defaults
     run, elsewhere = tmp_path / "run", tmp_path / "wandb-files"
     elsewhere.mkdir()
     _run_folder(run)

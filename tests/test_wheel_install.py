@@ -138,7 +138,7 @@ def _score(rlvr, env, outside, tmp: Path):
 
 def _train(rlvr, python, env, outside, tmp: Path):
     model = tmp / "tiny"
-    _run([str(python), "-c", "import sys; from rlvr.trainer.tiny import build_tiny_model; "
+    _run([str(python), "-c", "import sys; from rlvr.trainer.models.tiny import build_tiny_model; "
                              "build_tiny_model(sys.argv[1])", str(model)], outside, env)
     run = tmp / "run"
     _run([str(rlvr), "train", f"model={model}", f"output_dir={run}", "steps=1",

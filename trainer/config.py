@@ -4,7 +4,7 @@
 sampling, the rollout engine and server, the algorithm, the KL, the critic, the optimizer, the
 rewards, distillation, parallelism, evaluation, logging), so every field keeps its flat name:
 `TrainConfig(lr=1e-5)`, `cfg.lr`, `lr=1e-5` and `--lr 1e-5` alike. Algorithms are presets
-(trainer/presets.py) that set every knob they depend on together; a knob the chosen estimator
+(trainer/objective/presets.py) that set every knob they depend on together; a knob the chosen estimator
 ignores is warned about (refused with `strict = true`).
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 from rlvr.usage import coerce
 from rlvr.usage import field_docs as usage_field_docs
 
-from .algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVANTAGES
-from .presets import PRESETS, ByPreset, resolve_presets
-from .run.loader import ALIASES, read_toml, rename_aliases, unknown_key
-from .sections import (SECTIONS, KL, Algorithm, Critic, Distillation, Engine, Evaluation, Logging,
+from rlvr.trainer.objective.algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVANTAGES
+from rlvr.trainer.objective.presets import PRESETS, ByPreset, resolve_presets
+from rlvr.trainer.run.loader import ALIASES, read_toml, rename_aliases, unknown_key
+from rlvr.trainer.sections import (SECTIONS, KL, Algorithm, Critic, Distillation, Engine, Evaluation, Logging,
                        Model, Monitoring, Optimizer, Parallel, Rewards, Run, Sampling)
 
 __all__ = ["TrainConfig", "PRESETS", "SECTIONS", "load_config", "field_docs"]
@@ -80,7 +80,7 @@ class TrainConfig(Logging, Monitoring, Evaluation, Parallel, Distillation, Rewar
     def validate(self) -> None:
         """Fail loud on impossible combinations, naming the fix."""
         if self.rollout_engine == "server":     # before any model loads
-            from .server_engine import check_settings
+            from rlvr.trainer.sampling.server_engine import check_settings
             check_settings(self)
         unknown_sinks = set(self.report_to) - {"tensorboard", "wandb"}
         if isinstance(self.report_to, str) or unknown_sinks:

@@ -5,14 +5,14 @@ by the docstring under it (`rlvr train --help-config`).
 (`cfg.lr`, `lr=1e-5`, `--lr`); `TrainConfig.section(name)` reads one of them on its own. A
 section whose knobs only matter in some configurations says which of its knobs the current
 configuration never reads (`unused_knobs`), next to the knobs themselves. Knobs written
-`by_preset(...)` take the preset's value unless given (trainer/presets.py).
+`by_preset(...)` take the preset's value unless given (trainer/objective/presets.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .algorithms import TOKEN_ADVANTAGES
-from .presets import by_preset
+from rlvr.trainer.objective.algorithms import TOKEN_ADVANTAGES
+from rlvr.trainer.objective.presets import by_preset
 
 __all__ = ["SECTIONS", "Run", "Model", "Sampling", "Engine", "Algorithm", "KL", "Critic",
            "Optimizer", "Rewards", "Distillation", "Parallel", "Evaluation", "Logging"]
@@ -254,7 +254,7 @@ class KL:
     beta: float = by_preset(0.04)
     """KL coefficient (initial value when adaptive). 0 = no reference model is loaded."""
     kl_estimator: str = by_preset("k3")
-    """k1, k2 or k3 (see trainer/algorithms.py for bias and sign)."""
+    """k1, k2 or k3 (see trainer/objective/algorithms.py for bias and sign)."""
     kl_in: str = by_preset("loss")
     """'loss' (GRPO: beta*KL per token in the loss) or 'reward' (PPO/REINFORCE: subtracted from rewards).
     k1 is refused in the loss: its expected gradient is zero (use k3 or k2 there)."""

@@ -1,5 +1,5 @@
 """`rlvr export RUN_DIR -o DIR [--merge]`: a run's latest policy as a transformers folder (the
-work: rlvr.trainer.export; with LoRA, --merge folds the adapters into the base weights)."""
+work: rlvr.trainer.run.export; with LoRA, --merge folds the adapters into the base weights)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,7 +22,7 @@ def add_parser(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from rlvr.trainer.export import export_run
+    from rlvr.trainer.run.export import export_run
     try:
         out = export_run(args.run_dir, args.out, merge=args.merge)
     except (ValueError, FileNotFoundError) as exc:

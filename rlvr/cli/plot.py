@@ -52,7 +52,7 @@ def _plot(args) -> int:
     if args.results:
         raise UsageError(f"rlvr plot takes one RUN_DIR (or `passk RESULT.json ...`), got "
                          f"{1 + len(args.results)} paths")
-    from rlvr.trainer.plots import plot_run
+    from rlvr.trainer.run.plots import plot_run
     try:
         return _report(plot_run(args.run_dir, args.out))
     except FileNotFoundError as exc:
@@ -61,7 +61,7 @@ def _plot(args) -> int:
 
 def _compare(args) -> int:
     from rlvr.usage import UsageError
-    from rlvr.trainer.plots import compare_runs
+    from rlvr.trainer.run.plots import compare_runs
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     try:
         return _report(compare_runs(args.run_dirs, args.out, names))

@@ -70,7 +70,7 @@ def run_overrides(args, config_cls, command: str, extra=()) -> dict:
 def report_run(run_dir) -> None:
     """Say where the run went and draw its pictures (`rlvr plot RUN_DIR` redoes them)."""
     print(f"run written to {run_dir}")
-    from rlvr.trainer.plots import plot_run
+    from rlvr.trainer.run.plots import plot_run
     report = plot_run(run_dir)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -93,7 +93,7 @@ def console_trainer():
     appended to eval.jsonl (a hook here rather than in the loop, which stays free of output)."""
     from tqdm import tqdm
 
-    from rlvr.trainer.loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
 
     class ConsoleEvalTrainer(Trainer):
         def evaluate(self) -> dict:
@@ -107,14 +107,14 @@ def console_trainer():
 def _run(args) -> int:
     from rlvr.usage import UsageError
     from rlvr.trainer.config import field_docs, load_config
-    from rlvr.trainer.distributed import is_main_process, shutdown_distributed
+    from rlvr.trainer.parallel.distributed import is_main_process, shutdown_distributed
     if args.help_config:
         for name, typ, default, doc in field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
         return 0
     from rlvr.trainer.config import TrainConfig
     from rlvr.trainer.run import start_run
-    from rlvr.trainer.server_engine import ServerError
+    from rlvr.trainer.sampling.server_engine import ServerError
     try:
         overrides = run_overrides(args, TrainConfig, "rlvr train", extra=("preset", "algorithm"))
         if args.resume:

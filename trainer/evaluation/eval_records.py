@@ -21,7 +21,7 @@ __all__ = ["task_seeds", "task_fingerprint", "TaskRecord", "SampleStore", "Resum
 
 def task_seeds(seed: int, task_ids: list[str]) -> list[int]:
     """One sampling seed per task from (seed, task id) with numpy's SeedSequence, the trainer's
-    way of deriving independent streams (trainer/distributed.py `group_seeds`), keyed by the id
+    way of deriving independent streams (trainer/parallel/distributed.py `group_seeds`), keyed by the id
     instead of a position: the same task gets the same samples in any order, batch or subset."""
     out = []
     for tid in task_ids:

@@ -30,7 +30,7 @@ from pathlib import Path
 from rlvr.core import Verdict
 from rlvr.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
 
-from .eval_records import SampleStore, TaskRecord, task_fingerprint, task_seeds
+from rlvr.trainer.evaluation.eval_records import SampleStore, TaskRecord, task_fingerprint, task_seeds
 
 __all__ = ["pass_at_k", "mean_pass_at_k", "distinct_tasks", "EvalConfig", "EvalResult", "evaluate",
            "run_eval", "resolve_env", "resolve_model", "LocalSampler", "evaluate_in_training"]
@@ -232,7 +232,7 @@ class LocalSampler:
     finished rows leave the batch; batch_size // n tasks per call.
 
     `continuous`: one batch of up to `batch_size` rows kept full across tasks instead
-    (trainer/batching.py: finished rows are refilled with the next tasks' samples), four
+    (trainer/sampling/batching.py: finished rows are refilled with the next tasks' samples), four
     batches' worth of tasks per call. Opt-in: on the loaded 2-core CPU it measured no gain
     over task pairs beyond the noise (benchmarks/README.md). Either way each task samples from its
     own generator; on one torch thread its samples are bit-identical whatever else runs (with
@@ -248,8 +248,8 @@ class LocalSampler:
     def sample(self, tasks, n: int, seeds: list[int] | None, *, max_tokens: int,
                temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False) -> list[list]:
         """n completions per task (lists of Completion), in task order."""
-        from ..batching import sample_refilling
-        from ..rollout import encode_prompt, eos_ids, generate, to_completion
+        from rlvr.trainer.sampling.batching import sample_refilling
+        from rlvr.trainer.sampling.rollout import encode_prompt, eos_ids, generate, to_completion
         tok = self.tokenizer
         if not self.continuous:
             r = generate(self.model, tok, tasks, n, max_tokens, temperature, top_p, greedy,
@@ -394,8 +394,8 @@ def _result(recs: list[TaskRecord], cfg: EvalConfig, seconds: float, generated: 
 # --- models ------------------------------------------------------------------------------------
 def resolve_model(name: str) -> str:
     """A model name as the trainer resolves it ('smollm2', a run directory's latest policy,
-    trainer/models.py), imported when called so that this module loads without torch."""
-    from ..models import resolve_model as resolve
+    trainer/models/loading.py), imported when called so that this module loads without torch."""
+    from rlvr.trainer.models.loading import resolve_model as resolve
     return resolve(name)
 
 
@@ -413,7 +413,7 @@ def default_label(cfg: EvalConfig, path: str) -> str:
 def _sampler(cfg: EvalConfig):
     """The sampler and the model's identity for the results."""
     if cfg.endpoint:
-        from .endpoint import EndpointConfig, EndpointSampler
+        from rlvr.trainer.evaluation.endpoint import EndpointConfig, EndpointSampler
         ep = EndpointConfig(url=cfg.endpoint, model=cfg.model, api_key_env=cfg.api_key_env,
                             concurrency=cfg.concurrency, retries=cfg.retries,
                             timeout_s=cfg.request_timeout_s, n_per_request=cfg.n_per_request)
@@ -421,7 +421,7 @@ def _sampler(cfg: EvalConfig):
         return EndpointSampler(ep), {"endpoint": cfg.endpoint, "name": cfg.model, "label": label}
     import torch
 
-    from ..models import load_policy, load_tokenizer
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
     path = resolve_model(cfg.model)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = load_policy(path, "float32", device)
@@ -515,8 +515,8 @@ def evaluate_in_training(env, engine, cfg, step: int, dist) -> dict:
     training temperature) on `cfg.eval_tasks` test tasks. Sampling is seeded per task from
     (seed, step), so evaluating never changes the training trajectory; under torchrun the
     tasks are shared out and the hits summed."""
-    from ..distributed import group_seeds, shard
-    from ..rollout import score
+    from rlvr.trainer.parallel.distributed import group_seeds, shard
+    from rlvr.trainer.sampling.rollout import score
     k = cfg.eval_k
     if "test" not in env.source.splits:
         raise ValueError(f"environment {env.name!r} has no test split for eval")

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from rlvr.usage import UsageError
 
-from ..run import RunInterrupted, load_fields, resume_config, start_run
-from ..run.stages import Stage, StagedRun
+from rlvr.trainer.run import RunInterrupted, load_fields, resume_config, start_run
+from rlvr.trainer.run.stages import Stage, StagedRun
 
 __all__ = ["R1Config", "STAGES", "run_r1", "check_stages", "summary", "main"]
 
@@ -114,15 +114,15 @@ def _tokenizer(cfg: R1Config) -> str:
     """The tokenizer every stage renders prompts with (see R1Config.tokenizer)."""
     if cfg.tokenizer != "think":
         return cfg.tokenizer
-    from ..models import resolve_model
-    from ..smollm import default_cache_dir
-    from .r1zero import think_tokenizer
+    from rlvr.trainer.models.loading import resolve_model
+    from rlvr.trainer.models.smollm import default_cache_dir
+    from rlvr.trainer.recipes.r1zero import think_tokenizer
     return think_tokenizer(resolve_model(cfg.model), default_cache_dir())
 
 
 def _sft_config(cfg: R1Config, model: str, data: Path, out: Path, steps: int, tok: str):
     """An SFT stage's SFTConfig: the `sft` table plus the stage's own fields."""
-    from ..sft import load_sft_config
+    from rlvr.trainer.sft import load_sft_config
     try:
         return load_sft_config(None, {**cfg.sft, "model": model, "tokenizer": tok,
                                       "data": str(data), "steps": steps, "seed": cfg.seed,
@@ -133,7 +133,7 @@ def _sft_config(cfg: R1Config, model: str, data: Path, out: Path, steps: int, to
 
 def _grpo_config(cfg: R1Config, model: str, out: Path):
     """The GRPO stage's TrainConfig: the `grpo` table plus the stage's own fields."""
-    from ..config import TrainConfig, load_config
+    from rlvr.trainer.config import TrainConfig, load_config
     fields = {**cfg.grpo, "preset": "grpo", "model": model, "env": cfg.env,
               "env_args": dict(cfg.env_args), "steps": cfg.grpo_steps,
               "max_completion_length": cfg.max_completion_length, "seed": cfg.seed,
@@ -147,7 +147,7 @@ def _grpo_config(cfg: R1Config, model: str, out: Path):
 
 
 def _data_config(cfg: R1Config, output: Path, **fields):
-    from ..verified_data import DistillDataConfig
+    from rlvr.trainer.verified_data import DistillDataConfig
     return DistillDataConfig(output=str(output), env=cfg.env, env_args=dict(cfg.env_args),
                              split="train", max_completion_length=cfg.max_completion_length,
                              progress=cfg.progress, **fields)
@@ -179,7 +179,7 @@ def check_stages(cfg: R1Config) -> None:
 
 def cold_start_data(cfg: R1Config, out: Path, tok: str) -> Path:
     """Stage 1: verified traces from the cold-start teacher (resumes after its last row)."""
-    from ..verified_data import build_verified_dataset
+    from rlvr.trainer.verified_data import build_verified_dataset
     return build_verified_dataset(_cold_start_config(cfg, out, tok))
 
 
@@ -194,7 +194,7 @@ def _continue_or_start(run_cfg, make, build, out: Path) -> Path:
 
 def _sft(cfg: R1Config, model: str, data: Path, out: Path, steps: int, tok: str) -> Path:
     """An SFT stage on `data` (verified rows), refusing an empty set with what to change."""
-    from ..sft import SFTTrainer, load_sft_config
+    from rlvr.trainer.sft import SFTTrainer, load_sft_config
     if not data.exists() or not data.read_text().strip():
         raise ValueError(f"{data} holds no verified sample to fine-tune on: raise grpo_steps, "
                          f"rejection_k or rejection_tasks, or choose an easier env_args")
@@ -204,15 +204,15 @@ def _sft(cfg: R1Config, model: str, data: Path, out: Path, steps: int, tok: str)
 
 def grpo(cfg: R1Config, model: str, out: Path) -> Path:
     """Stage 3: GRPO (accuracy + format reward) from the cold-start model."""
-    from ..config import load_config
-    from ..loop import Trainer
+    from rlvr.trainer.config import load_config
+    from rlvr.trainer.run.loop import Trainer
     return _continue_or_start(_grpo_config(cfg, model, out), Trainer,
                               lambda d: load_config(None, d), out)
 
 
 def rejection_data(cfg: R1Config, policy: Path, out: Path) -> Path:
     """Stage 4: sample the GRPO policy, keep its verified completions."""
-    from ..verified_data import build_verified_dataset
+    from rlvr.trainer.verified_data import build_verified_dataset
     return build_verified_dataset(_rejection_config(cfg, str(policy), out))
 
 

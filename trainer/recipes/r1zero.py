@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..checkpoint import RunFolderError
+from rlvr.trainer.run.checkpoint import RunFolderError
 
 __all__ = ["R1ZERO_SETTINGS", "TINY_SETTINGS", "RunFolderError", "r1zero_config",
            "think_tokenizer", "resume_point", "held_out_eval", "run", "summary_table", "eval_table", "main"]
@@ -97,7 +97,7 @@ _SAME_RUN_EXEMPT = ("output_dir", "steps", "progress")   # what may differ when 
 def r1zero_config(model: str, output_dir: str, tiny: bool = False, overrides: list[str] = (),
                   tokenizer: str = ""):
     """The resolved TrainConfig of the main job (KEY=VALUE overrides win)."""
-    from ..config import load_config, parse_overrides
+    from rlvr.trainer.config import load_config, parse_overrides
     base = dict(TINY_SETTINGS if tiny else R1ZERO_SETTINGS)
     extra = parse_overrides(list(overrides))
     return load_config(None, {**base, "model": model, "tokenizer": tokenizer,
@@ -110,7 +110,7 @@ def resume_point(out: Path, cfg, overwrite: bool = False) -> Path | None:
     A folder without a run (no config.json, metrics or checkpoints) starts fresh; with
     `overwrite` an old run's files are removed first. A run with the same settings and a
     checkpoint short of `cfg.steps` is resumed; anything else is refused, naming the flag."""
-    from ..checkpoint import clear_run, holds_run, latest_checkpoint, read_state
+    from rlvr.trainer.run.checkpoint import clear_run, holds_run, latest_checkpoint, read_state
     if not holds_run(out):
         return None
     if overwrite:
@@ -145,7 +145,7 @@ def _run_trainer(cfg, checkpoint: Path | None, eval_tasks: int) -> None:
     problems greedily before training (the base model, logged as step 0) and after it."""
     from tqdm.auto import tqdm
 
-    from ..loop import Trainer
+    from rlvr.trainer.run.loop import Trainer
     desc = f"R1-Zero {PRESET_LABELS.get(cfg.preset, cfg.preset)}"   # the preset in use
 
     class R1ZeroTrainer(Trainer):
@@ -202,9 +202,9 @@ def _clock(seconds: float) -> str:
 def held_out_eval(trainer, n_tasks: int) -> dict:
     """Greedy pass@1 and the well-formed format rate on `n_tasks` distinct test-split problems
     (the split training never draws from), one greedy completion each."""
-    from ..evaluation.evaluate import distinct_tasks
-    from ..metrics import think_metrics
-    from ..rollout import score
+    from rlvr.trainer.evaluation.evaluate import distinct_tasks
+    from rlvr.trainer.run.metrics import think_metrics
+    from rlvr.trainer.sampling.rollout import score
     env, cfg = trainer.env, trainer.cfg
     tasks = distinct_tasks(env, "test", n_tasks, cfg.seed)
     rollout = score(env, trainer.engine.generate(tasks, 1, cfg.max_completion_length,
@@ -317,10 +317,10 @@ def think_tokenizer(model: str, cache: Path) -> str:
 
 def _model_path(tiny: bool, cache: Path) -> str:
     if tiny:
-        from ..tiny import build_tiny_model
+        from rlvr.trainer.models.tiny import build_tiny_model
         path = cache / "tiny-model"
         return str(path) if (path / "config.json").exists() else build_tiny_model(path)
-    from ..smollm import smollm2_folder
+    from rlvr.trainer.models.smollm import smollm2_folder
     return smollm2_folder(cache)
 
 
@@ -333,8 +333,8 @@ def run(output_dir: str | None = None, tiny: bool = False, overrides: list[str] 
         cache_dir: str | None = None, overwrite: bool = False,
         eval_tasks: int | None = None) -> Path:
     """Train (or resume), evaluate base vs trained, plot, print the summary; returns the folder."""
-    from ..plots import plot_run
-    from ..smollm import default_cache_dir
+    from rlvr.trainer.run.plots import plot_run
+    from rlvr.trainer.models.smollm import default_cache_dir
     t0 = time.perf_counter()
     _quiet_transformers()
     cache = Path(cache_dir) if cache_dir else default_cache_dir()

@@ -241,7 +241,7 @@ def build_tiny_tokenizer():
     """A character-level tokenizer built offline (printable ASCII + chat specials)."""
     import string
 
-    from ..tiny import char_tokenizer
+    from rlvr.trainer.models.tiny import char_tokenizer
     specials = ["<pad>", "<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
     chars = [c for c in string.printable if c not in "\x0b\x0c\r"]
     return char_tokenizer(specials, chars, r"[\s\S]", TINY_CHAT_TEMPLATE, register_specials=True)
@@ -258,7 +258,7 @@ def build_tiny_reward_model(out_dir: str | Path, kind: str = "classifier", *, hi
     import torch
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification
 
-    from ..tiny import tiny_llama_config
+    from rlvr.trainer.models.tiny import tiny_llama_config
     tokenizer = build_tiny_tokenizer()
     config = tiny_llama_config(tokenizer, layers, hidden_size, heads, max_positions=max_positions,
                                tie_word_embeddings=False, num_labels=1)
@@ -513,7 +513,7 @@ def _train(cfg: TrainRMConfig) -> TrainRMResult:
     result = TrainRMResult(str(run.out), start, train_pairs=len(run.train_enc),
                            eval_pairs=len(run.eval_enc), bad_rows=run.bad_rows,
                            truncated_pairs=run.truncated, resumed_from=start or None)
-    from ..metrics import MetricsLogger     # the one logger of every training command
+    from rlvr.trainer.run.metrics import MetricsLogger     # the one logger of every training command
     logger = MetricsLogger(run.out, start, total, cfg.tensorboard, progress=False)
     bar = _progress(cfg, total, start)
     try:

@@ -7,8 +7,8 @@ import json
 import signal
 from pathlib import Path
 
-from ..checkpoint import fresh_run_folder
-from .interrupts import RunInterrupted, StopSignal, resume_command
+from rlvr.trainer.run.checkpoint import fresh_run_folder
+from rlvr.trainer.run.interrupts import RunInterrupted, StopSignal, resume_command
 
 __all__ = ["write_run_config", "start_run", "run_steps"]
 

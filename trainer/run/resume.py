@@ -6,7 +6,7 @@ import json
 import warnings
 from pathlib import Path
 
-from ..checkpoint import latest_checkpoint
+from rlvr.trainer.run.checkpoint import latest_checkpoint
 
 __all__ = ["RESUMABLE", "resume_config", "changed_fields"]
 

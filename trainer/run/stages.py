@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .resume import changed_fields
+from rlvr.trainer.run.resume import changed_fields
 
 __all__ = ["Stage", "StagedRun"]
 

@@ -14,7 +14,7 @@ Two layouts of the same examples, the same numbers (tests/test_sft.py):
   decreasing), each attending only to its own earlier tokens through a block-diagonal causal
   mask, positions restarting at 0: the packing of Krell et al., 2021 ("Efficient Sequence
   Packing without Cross-contamination"). No padding is computed.
-The log-softmax runs block by block (trainer/logprobs.py): no float32 copy of the logits.
+The log-softmax runs block by block (trainer/forwards/logprobs.py): no float32 copy of the logits.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..logprobs import selective_log_softmax
-from ..packing import mask_dtype
-from .data import Example
+from rlvr.trainer.forwards.logprobs import selective_log_softmax
+from rlvr.trainer.forwards.packing import mask_dtype
+from rlvr.trainer.sft.data import Example
 
 __all__ = ["SFTBatch", "padded", "packed", "nll_sum"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rlvr.usage import coerce
 
-from ..run.loader import load_fields, unknown_key
+from rlvr.trainer.run.loader import load_fields, unknown_key
 from rlvr.usage import field_docs as usage_field_docs
 
 __all__ = ["SFTConfig", "load_sft_config", "parse_sft_overrides", "sft_field_docs",

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from rlvr.rows import BadRow, iter_rows
 
-from ..episodes import env_token_ids
-from ..rollout import encode_prompt
+from rlvr.trainer.sampling.episodes import env_token_ids
+from rlvr.trainer.sampling.rollout import encode_prompt
 
 __all__ = ["Example", "DataError", "row_format", "encode_row", "load_examples", "split_held_out",
            "after_generation_prompt"]

@@ -22,15 +22,15 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
-from ..metrics import MetricsLogger, peak_memory_gib
-from ..models import (add_lora, autocast, enable_checkpointing, load_lora, load_policy,
+from rlvr.trainer.run.checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
+from rlvr.trainer.run.metrics import MetricsLogger, peak_memory_gib
+from rlvr.trainer.models.loading import (add_lora, autocast, enable_checkpointing, load_lora, load_policy,
                       load_tokenizer, lora_dropout_active)
-from ..packing import packs
-from ..run import resume_config, run_steps, start_run, write_run_config
-from .batches import make_batch, nll_sum
-from .config import SFTConfig, load_sft_config
-from .data import Example, load_examples, split_held_out, truncate
+from rlvr.trainer.forwards.packing import packs
+from rlvr.trainer.run import resume_config, run_steps, start_run, write_run_config
+from rlvr.trainer.sft.batches import make_batch, nll_sum
+from rlvr.trainer.sft.config import SFTConfig, load_sft_config
+from rlvr.trainer.sft.data import Example, load_examples, split_held_out, truncate
 
 __all__ = ["SFTTrainer", "sft", "resume_sft", "ExampleStream", "lr_factor", "summary_line"]
 

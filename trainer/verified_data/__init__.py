@@ -10,10 +10,10 @@ The teacher is the environment's own solver ('program'), a local transformers mo
 run, or an OpenAI-compatible endpoint (`teachers`); scoring goes through `rlvr score`'s path, so
 a kept row's verdict is the one `rlvr score` gives it (`build`).
 """
-from .build import build, build_verified_dataset, select, side_paths, training_row
-from .config import PROGRAM, DistillDataConfig
-from .summary import DistillSummary
-from .teachers import (EndpointTeacher, LocalTeacher, NoProgramTeacher, ProgramTeacher, Teacher,
+from rlvr.trainer.verified_data.build import build, build_verified_dataset, select, side_paths, training_row
+from rlvr.trainer.verified_data.config import PROGRAM, DistillDataConfig
+from rlvr.trainer.verified_data.summary import DistillSummary
+from rlvr.trainer.verified_data.teachers import (EndpointTeacher, LocalTeacher, NoProgramTeacher, ProgramTeacher, Teacher,
                        make_teacher)
 
 __all__ = ["DistillDataConfig", "DistillSummary", "PROGRAM", "Teacher", "ProgramTeacher",

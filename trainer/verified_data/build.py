@@ -24,11 +24,11 @@ from pathlib import Path
 from rlvr.monitor.integrity import TraceScreen
 from rlvr.scoring import ScoreConfig, score_file
 
-from ..evaluation.eval_records import SampleStore, TaskRecord, task_seeds
-from ..evaluation.evaluate import distinct_tasks
-from .config import DistillDataConfig
-from .summary import DistillSummary, TaskCount
-from .teachers import Teacher, make_teacher
+from rlvr.trainer.evaluation.eval_records import SampleStore, TaskRecord, task_seeds
+from rlvr.trainer.evaluation.evaluate import distinct_tasks
+from rlvr.trainer.verified_data.config import DistillDataConfig
+from rlvr.trainer.verified_data.summary import DistillSummary, TaskCount
+from rlvr.trainer.verified_data.teachers import Teacher, make_teacher
 
 __all__ = ["build_verified_dataset", "build", "side_paths", "select", "training_row"]
 
@@ -125,8 +125,8 @@ def _token_counter(cfg: DistillDataConfig):
     """Counts a text's tokens with `cfg.tokenizer`; without one, counts nothing (None)."""
     if not cfg.tokenizer:
         return lambda text: None
-    from ..evaluation.evaluate import resolve_model
-    from ..models import load_tokenizer
+    from rlvr.trainer.evaluation.evaluate import resolve_model
+    from rlvr.trainer.models.loading import load_tokenizer
     tok = load_tokenizer(resolve_model(cfg.tokenizer))
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 

@@ -17,7 +17,7 @@ from typing import Protocol, Sequence
 
 from rlvr.core import Completion, Task
 
-from .config import PROGRAM, DistillDataConfig
+from rlvr.trainer.verified_data.config import PROGRAM, DistillDataConfig
 
 __all__ = ["Teacher", "ProgramTeacher", "LocalTeacher", "EndpointTeacher", "make_teacher",
            "NoProgramTeacher"]
@@ -78,9 +78,9 @@ class LocalTeacher:
     def __init__(self, cfg: DistillDataConfig):
         import torch
 
-        from ..engines import HFEngine
-        from ..evaluation.evaluate import resolve_model
-        from ..models import load_policy, load_tokenizer
+        from rlvr.trainer.sampling.engines import HFEngine
+        from rlvr.trainer.evaluation.evaluate import resolve_model
+        from rlvr.trainer.models.loading import load_policy, load_tokenizer
         path = resolve_model(cfg.teacher)
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         tokenizer = load_tokenizer(resolve_model(cfg.tokenizer) if cfg.tokenizer else path)
@@ -107,7 +107,7 @@ class EndpointTeacher:
     seeds); a task whose request still fails is returned as its EndpointError."""
 
     def __init__(self, cfg: DistillDataConfig):
-        from ..evaluation.endpoint import EndpointConfig, EndpointSampler
+        from rlvr.trainer.evaluation.endpoint import EndpointConfig, EndpointSampler
         self.sampler = EndpointSampler(EndpointConfig(
             url=cfg.endpoint, model=cfg.teacher, api_key_env=cfg.api_key_env,
             concurrency=cfg.concurrency, retries=cfg.retries, timeout_s=cfg.request_timeout_s))

@@ -11,7 +11,7 @@ Every `sync_every` steps the policy is written to `server_weights_dir` (a transf
 safetensors and config) and the server is told to reload it through its own API: a named
 strategy in `SYNC_STRATEGIES` ('sglang', 'vllm', 'none'; add one by adding a row). Between syncs
 the samples are up to `sync_every - 1` updates stale; the update corrects for it with truncated
-importance sampling (trainer/importance.py).
+importance sampling (trainer/objective/importance.py).
 
 Failures: the client retries each request (`server_retries`, with backoff, on connection errors,
 timeouts, 408/409/429 and 5xx answers: the `openai` package's own retries). A request that still
@@ -28,9 +28,9 @@ from pathlib import Path
 from rlvr.core import Completion
 from rlvr.usage import require_extra
 
-from . import importance
-from .episodes import Continuation
-from .rollout import Rollout, encode_prompt, eos_ids
+from rlvr.trainer.objective import importance
+from rlvr.trainer.sampling.episodes import Continuation
+from rlvr.trainer.sampling.rollout import Rollout, encode_prompt, eos_ids
 
 __all__ = ["ServerEngine", "ServerError", "SYNC_STRATEGIES", "SGLangSync", "VLLMSync", "NoSync"]
 
@@ -131,7 +131,7 @@ def check_settings(cfg) -> None:
 
 
 class ServerEngine:
-    """The rollout-engine interface (trainer/engines.py) over an OpenAI-compatible server."""
+    """The rollout-engine interface (trainer/sampling/engines.py) over an OpenAI-compatible server."""
 
     def __init__(self, cfg, policy, tokenizer):
         check_settings(cfg)

@@ -1,17 +1,17 @@
 """The fast forward: the log-probs (and critic values) the update asks for, computed the way
-CPU training can afford. Equal to the reference forward (trainer/reference.py) up to float
+CPU training can afford. Equal to the reference forward (trainer/forwards/reference.py) up to float
 rounding -- tests/test_forwards.py checks log-probs, gradients and weights -- and chosen with
 `forward = "fast"` (the default).
 
 What it does, each measured in benchmarks/README.md:
 - micro-batches of whole groups, longest first (less padding);
 - a group's prompt run once and its completions continuing its KV cache, packed back to back
-  without padding between them (trainer/packing.py), and a prefix shared by every prompt run
-  once per pass (trainer/prefix.py);
+  without padding between them (trainer/forwards/packing.py), and a prefix shared by every prompt run
+  once per pass (trainer/forwards/prefix.py);
 - the graph cut between the prompt and the completions (`_defer_prompt_backward`): no
   parameter-sized gradient held across the two;
 - logits only where they predict a completion token, log-probs block by block
-  (trainer/logprobs.py);
+  (trainer/forwards/logprobs.py);
 - groups without signal (every advantage 0 and nothing else in the loss) skip their forward
   and backward: their gradient is exactly zero.
 """
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .distill import log_softmax_, logprobs_and_reverse_kl
-from .hf_adapter import (cache_kwarg, checkpoint_with_replay, repeat_rows, returned_cache,
+from rlvr.trainer.objective.distill import log_softmax_, logprobs_and_reverse_kl
+from rlvr.trainer.forwards.hf_adapter import (cache_kwarg, checkpoint_with_replay, repeat_rows, returned_cache,
                          select_rows)
-from .packing import Packing, Piece, mask_dtype, packs
-from .prefix import SharedPrefix, cut_cache, one_pass, prompt_forward
-from .rollout import left_pad, sampled_entropy
+from rlvr.trainer.forwards.packing import Packing, Piece, mask_dtype, packs
+from rlvr.trainer.forwards.prefix import SharedPrefix, cut_cache, one_pass, prompt_forward
+from rlvr.trainer.sampling.rollout import left_pad, sampled_entropy
 
 __all__ = ["MicroBatch", "pack", "plan_groups", "completion_logprobs", "completion_values",
            "completion_vocab_logprobs", "completion_logprobs_and_kl", "FastForward"]
@@ -154,10 +154,10 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
 
     Logits are divided by the sampling temperature: the policy being optimised is the
     distribution the completions were drawn from (as TRL does). The log-softmax runs block
-    by block (trainer/logprobs.py): no vocabulary-sized copy of the logits beyond the
+    by block (trainer/forwards/logprobs.py): no vocabulary-sized copy of the logits beyond the
     model's own, in the forward or the backward.
     """
-    from .logprobs import selective_log_softmax
+    from rlvr.trainer.forwards.logprobs import selective_log_softmax
     parts = []
     for piece in _hidden_or_logits(model, mb, logits=True):
         logp, entropy = selective_log_softmax(piece.out, piece.targets, temperature, with_entropy)
@@ -171,7 +171,7 @@ def completion_logprobs(model, mb: MicroBatch, temperature: float = 1.0,
 def completion_vocab_logprobs(model, mb: MicroBatch, temperature: float = 1.0) -> torch.Tensor:
     """log softmax(logits / T) over the vocabulary at every completion position, [m, C, V] in
     the micro-batch's layout, without gradient (a teacher's): each piece's logits turned into
-    log-probs in place, block by block (trainer/distill.py), then laid out once."""
+    log-probs in place, block by block (trainer/objective/distill.py), then laid out once."""
     return torch.cat([_batch_layout(piece, log_softmax_(piece.out, temperature))
                       for piece in _hidden_or_logits(model, mb, logits=True)], 1)
 
@@ -179,7 +179,7 @@ def completion_vocab_logprobs(model, mb: MicroBatch, temperature: float = 1.0) -
 def completion_logprobs_and_kl(model, mb: MicroBatch, teacher_logp: torch.Tensor,
                                temperature: float = 1.0, with_entropy: bool = False):
     """`completion_logprobs`, and from the same logits the reverse KL to the teacher's
-    log-probs [m, C, V] at each completion position [m, C] (block by block, trainer/distill.py):
+    log-probs [m, C, V] at each completion position [m, C] (block by block, trainer/objective/distill.py):
     -> (log-probs, KL, entropy or None)."""
     parts, col = [], 0
     for piece in _hidden_or_logits(model, mb, logits=True):
@@ -223,7 +223,7 @@ def completion_values(critic, mb: MicroBatch) -> torch.Tensor:
 
 
 class FastForward:
-    """The update's forward (the `Forward` protocol, trainer/forward.py) computed with the
+    """The update's forward (the `Forward` protocol, trainer/forwards/protocol.py) computed with the
     speed machinery listed in this module's docstring."""
 
     name = "fast"

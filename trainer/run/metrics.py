@@ -15,7 +15,7 @@ from rlvr.core import STATUSES
 from rlvr.stats import quantile
 from rlvr.verifiers.parser import ThinkParser
 
-from . import algorithms as alg
+from rlvr.trainer.objective import algorithms as alg
 
 __all__ = ["rollout_metrics", "MetricsLogger", "peak_memory_gib", "UpdateStats",
            "merge_inner_steps"]
@@ -43,7 +43,7 @@ def rollout_metrics(rollout, env, tokenizer, reflection_phrases) -> dict:
                            getattr(env, "parser", None) or ThinkParser(), reflection_phrases))
     G = rollout.group_size
     if G > 1:     # over valid samples only: a failed verdict's 0 is not a reward
-        from .algorithms import groups_with_signal
+        from rlvr.trainer.objective.algorithms import groups_with_signal
         signal = groups_with_signal(rewards.view(-1, G), valid.view(-1, G))
         m["frac_reward_zero_std"] = float((~signal).float().mean())
     return m
@@ -114,8 +114,8 @@ class MetricsLogger:
         for name in ("metrics.jsonl", "eval.jsonl", "samples.jsonl"):
             _truncate_after(self.dir / name, start_step)
         self.wandb = None
-        if "wandb" in report_to:       # optional: Weights & Biases (trainer/wandb_sink.py)
-            from .wandb_sink import WandbSink
+        if "wandb" in report_to:       # optional: Weights & Biases (trainer/run/wandb_sink.py)
+            from rlvr.trainer.run.wandb_sink import WandbSink
             self.wandb = WandbSink(self.dir, config or {})
         self.tb = None
         if tensorboard and "tensorboard" in report_to:

@@ -7,7 +7,7 @@ Policy, reference and critic are sharded with torch's `fully_shard` (FSDP2: per-
 sharding on DTensors, Zhao et al. 2023 "PyTorch FSDP"), one FSDP unit per decoder layer and one
 for the rest of the model (embeddings, final norm, head), so only one layer's full weights
 exist at a time while the update runs. What the rest of the trainer sees is unchanged:
-- the loss on each rank is its share of the global loss (trainer/distributed.py), so FSDP's
+- the loss on each rank is its share of the global loss (trainer/parallel/distributed.py), so FSDP's
   reduce-scatter *sums* the ranks' gradients (divide factor 1) instead of averaging them, and
   the sum is the global gradient, as with replication;
 - mixed precision is FSDP's own policy: with dtype = bfloat16 the weights are all-gathered in
@@ -36,10 +36,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .distributed import join_world_of_one
-from .hf_adapter import decoder_layers
-from .placement import Replication
-from .reference import ReferenceForward
+from rlvr.trainer.parallel.distributed import join_world_of_one
+from rlvr.trainer.forwards.hf_adapter import decoder_layers
+from rlvr.trainer.parallel.placement import Replication
+from rlvr.trainer.forwards.reference import ReferenceForward
 
 __all__ = ["Sharding", "ShardedForward", "placement", "shard_models", "check_fsdp", "PARALLEL"]
 
@@ -92,7 +92,7 @@ def _shard(units: list[nn.Module], root: nn.Module, *, mesh, mp) -> None:
 
 
 class Sharding:
-    """The placement (trainer/placement.py) of sharded models: built on the CPU and moved to the
+    """The placement (trainer/parallel/placement.py) of sharded models: built on the CPU and moved to the
     device unit by unit as they are sharded, the update on the reference forward, the policy
     gathered for sampling, sharded checkpoints."""
 

@@ -21,8 +21,8 @@ from collections import deque
 
 import torch
 
-from .hf_adapter import cache_kwarg, join_rows, repeat_rows, select_rows
-from .rollout import _pick, prefill
+from rlvr.trainer.forwards.hf_adapter import cache_kwarg, join_rows, repeat_rows, select_rows
+from rlvr.trainer.sampling.rollout import _pick, prefill
 
 __all__ = ["sample_refilling"]
 
@@ -105,7 +105,7 @@ class _Batch:
         logits, attn = logits.repeat_interleave(G, 0), attn.repeat_interleave(G, 0)
         rows = [g * G + j for g in groups for j in range(G)]
         if self.cache is None or not self.live:
-            from .hf_adapter import preallocate
+            from rlvr.trainer.forwards.hf_adapter import preallocate
             preallocate(cache, room)
             self.cache, self.attn, self.logits, self.rows = cache, attn, logits, rows
             self.pos = attn.sum(-1)

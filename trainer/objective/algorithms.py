@@ -272,7 +272,7 @@ def reverse_kl(logp_all: torch.Tensor, teacher_logp_all: torch.Tensor) -> torch.
 
     from full-vocabulary log-probs [..., V] -> [...]. Exact (no sampling estimate), >= 0, and
     0 exactly where the two distributions agree. Mode-seeking: the student is pushed off
-    tokens the teacher finds unlikely. The definition; trainer/distill.py computes the same
+    tokens the teacher finds unlikely. The definition; trainer/objective/distill.py computes the same
     block by block."""
     return (logp_all.exp() * (logp_all - teacher_logp_all)).sum(-1)
 

@@ -4,7 +4,7 @@ Two things repeat a prompt in RLVR: a group's G completions all continue the sam
 the prompts of a batch often begin with the same system turn and instructions (96 of the main
 job's 112 tokens). Running each shared part once and continuing its KV cache gives the same
 attention inputs, so the same numbers up to float rounding, for a fraction of the compute.
-The sampler (trainer/rollout.py) and the fast forward (trainer/fast.py) both use this.
+The sampler (trainer/sampling/rollout.py) and the fast forward (trainer/forwards/fast.py) both use this.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 
 import torch
 
-from .hf_adapter import (cache_kwarg, cache_tensors, copy_cache, repeat_rows, returned_cache,
+from rlvr.trainer.forwards.hf_adapter import (cache_kwarg, cache_tensors, copy_cache, repeat_rows, returned_cache,
                          swap_cache_tensor, base_model)
 
 __all__ = ["MIN_COMMON_PREFIX", "common_prefix", "SharedPrefix", "one_pass", "prompt_forward",

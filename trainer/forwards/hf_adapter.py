@@ -1,6 +1,6 @@
 """Every transformers internal the fast forwards and the samplers rely on, in one place.
 
-The reference forward (trainer/reference.py) calls a model through its public API only. The
+The reference forward (trainer/forwards/reference.py) calls a model through its public API only. The
 fast ones continue a prompt's KV cache over a group's completions, copy and repeat caches,
 cut their autograd graph and replay a layer's cache state under activation checkpointing
 (`checkpoint_with_replay`): none of that is public API, and each internal can move in a
@@ -272,7 +272,7 @@ def check_contract(model) -> None:
         raise
     except Exception as exc:     # an internal that moved fails in its own way: name it
         raise ContractError(f"transformers {_version()}: {type(exc).__name__}: {exc}; rlvr's "
-                            "fast forward relies on it (trainer/hf_adapter.py). Use forward = "
+                            "fast forward relies on it (trainer/forwards/hf_adapter.py). Use forward = "
                             "\"reference\", or a transformers version in rlvr's tested range") from exc
 
 
@@ -280,7 +280,7 @@ def _check(model) -> None:
     def need(ok: bool, what: str):
         if not ok:
             raise ContractError(f"transformers {_version()}: {what}; rlvr's fast forward "
-                                f"relies on it (trainer/hf_adapter.py). Use forward = "
+                                f"relies on it (trainer/forwards/hf_adapter.py). Use forward = "
                                 f"\"reference\", or a transformers version in rlvr's tested range")
     base = base_model(model)
     need(isinstance(attention_implementation(model), str), "config._attn_implementation is gone")

@@ -12,7 +12,7 @@
 
 Under `torchrun` every rank runs this same loop on its share of the prompts; the few places
 where ranks meet (global normalisers, summed gradients, gathered metrics) go through
-`self.dist` and are no-ops in a single process (see trainer/distributed.py).
+`self.dist` and are no-ops in a single process (see trainer/parallel/distributed.py).
 
 pi_old's log-probs cost no extra forward pass: at inner step 1 theta == theta_old (the optimizer
 steps once per inner step, after all micro-batches), so the log-probs computed there, detached,
@@ -20,8 +20,8 @@ steps once per inner step, after all micro-batches), so the log-probs computed t
 REINFORCE, RLOO) are they needed before the advantages, and then a no-grad pass computes them.
 
 This file is the loop and the run around it (models, rollouts, metrics, checkpoints); the
-update's maths is trainer/update.py, and how its log-probs are computed is a forward's
-business (trainer/reference.py, the definition; trainer/fast.py, the default).
+update's maths is trainer/objective/update.py, and how its log-probs are computed is a forward's
+business (trainer/forwards/reference.py, the definition; trainer/forwards/fast.py, the default).
 """
 from __future__ import annotations
 
@@ -36,24 +36,24 @@ from rlvr.envs.registry import pooled_env_reward
 from rlvr.monitor import Monitor, MonitorSettings
 from rlvr.pooled_reward import derive_deadline
 
-from . import algorithms as alg
-from .allocator import heap_reuse, release_freed_memory
-from .checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
-from .config import TrainConfig, load_config
-from .distill import load_teacher
-from .distributed import group_seeds, init_distributed, shard
-from .engines import make_engine
-from .episodes import episode_engine, episode_metrics, episode_sample, overlong_lengths
-from .fast import FastForward
-from .fsdp import placement
-from .hf_adapter import contract_holds
-from .metrics import MetricsLogger, merge_inner_steps, peak_memory_gib, rollout_metrics
-from .models import (AdaptersOff, ValueModel, add_lora, autocast, frozen_copy, load_lora,
+from rlvr.trainer.objective import algorithms as alg
+from rlvr.trainer.forwards.allocator import heap_reuse, release_freed_memory
+from rlvr.trainer.run.checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
+from rlvr.trainer.config import TrainConfig, load_config
+from rlvr.trainer.objective.distill import load_teacher
+from rlvr.trainer.parallel.distributed import group_seeds, init_distributed, shard
+from rlvr.trainer.sampling.engines import make_engine
+from rlvr.trainer.sampling.episodes import episode_engine, episode_metrics, episode_sample, overlong_lengths
+from rlvr.trainer.forwards.fast import FastForward
+from rlvr.trainer.parallel.fsdp import placement
+from rlvr.trainer.forwards.hf_adapter import contract_holds
+from rlvr.trainer.run.metrics import MetricsLogger, merge_inner_steps, peak_memory_gib, rollout_metrics
+from rlvr.trainer.models.loading import (AdaptersOff, ValueModel, add_lora, autocast, frozen_copy, load_lora,
                      load_policy, load_tokenizer)
-from .reference import ReferenceForward
-from .rollout import PromptStream, Rollout, score
-from .run import resume_config, run_steps, start_run, write_run_config
-from .update import Batch, PolicyUpdate
+from rlvr.trainer.forwards.reference import ReferenceForward
+from rlvr.trainer.sampling.rollout import PromptStream, Rollout, score
+from rlvr.trainer.run import resume_config, run_steps, start_run, write_run_config
+from rlvr.trainer.objective.update import Batch, PolicyUpdate
 
 __all__ = ["Trainer", "train", "resume"]
 
@@ -81,7 +81,7 @@ class Trainer:
                 deadline_s=derive_deadline(self.env.reward, cfg.reward_deadline_s),
                 registered_as=cfg.env, pool=_reward_pool(cfg))
         self.tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
-        # how the ranks hold the models (trainer/placement.py; FSDP2: trainer/fsdp.py)
+        # how the ranks hold the models (trainer/parallel/placement.py; FSDP2: trainer/parallel/fsdp.py)
         self.placement = placement(cfg, self.dist, self.device)
         self.build_device = self.placement.build_device(self.device)
         self.policy, self.ref = self._build_policy(checkpoint)
@@ -138,7 +138,7 @@ class Trainer:
         return self.placement.forward(ReferenceForward(pad, self.device))
 
     def _load_teacher(self):
-        """On-policy distillation's frozen teacher (trainer/distill.py), or None without one;
+        """On-policy distillation's frozen teacher (trainer/objective/distill.py), or None without one;
         a loss with no term but the teacher's is refused without a teacher."""
         cfg = self.cfg
         if not cfg.teacher:
@@ -309,7 +309,7 @@ class Trainer:
                           "their answers are never read")
         return m
 
-    # --- 2. the update (trainer/update.py) ------------------------------------------------------
+    # --- 2. the update (trainer/objective/update.py) ------------------------------------------------------
     def prepare(self, rollout: Rollout) -> Batch:
         """Freeze what the inner steps reuse: reference log-probs, values, advantages."""
         with heap_reuse():      # allocator.py: a no-op unless tune_allocator
@@ -322,7 +322,7 @@ class Trainer:
     # --- evaluation ---------------------------------------------------------------------------
     def evaluate(self) -> dict:
         """pass@1 (greedy) and pass@k on the test split (trainer/evaluation/evaluate.py)."""
-        from .evaluation.evaluate import evaluate_in_training
+        from rlvr.trainer.evaluation.evaluate import evaluate_in_training
         with self.precision(), self.placement.gathered():
             return evaluate_in_training(self.env, self.engine, self.cfg, self.step, self.dist)
 

@@ -4,9 +4,9 @@
     log pi(y_t | x, y_<t) = log_softmax(logits_{t-1} / T)[y_t]
 
 Nothing but transformers' public forward (input ids, attention mask, position ids). Every
-fast path (trainer/fast.py) is tested equal to this one on the same batch. Select it with
+fast path (trainer/forwards/fast.py) is tested equal to this one on the same batch. Select it with
 `forward = "reference"`: to read the update without the speed machinery, to check a new model
-family, or when the fast path's transformers internals have moved (trainer/hf_adapter.py).
+family, or when the fast path's transformers internals have moved (trainer/forwards/hf_adapter.py).
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .algorithms import reverse_kl
-from .models import enable_checkpointing
-from .rollout import left_pad
+from rlvr.trainer.objective.algorithms import reverse_kl
+from rlvr.trainer.models.loading import enable_checkpointing
+from rlvr.trainer.sampling.rollout import left_pad
 
 __all__ = ["Sequences", "ReferenceForward"]
 
@@ -54,7 +54,7 @@ class Sequences:
 
 
 class ReferenceForward:
-    """The update's forward (the `Forward` protocol, trainer/forward.py), plainly."""
+    """The update's forward (the `Forward` protocol, trainer/forwards/protocol.py), plainly."""
 
     name = "reference"
 

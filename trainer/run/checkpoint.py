@@ -6,8 +6,8 @@ RNG states (trainer_state.pt) and the small state that is not a tensor (state.js
 cursor, KL controller, baseline, config). It is written to a temporary folder and renamed, so a
 run killed mid-write leaves the previous checkpoint intact; `latest` names the newest.
 
-Where the weights and the optimizer state go is the placement's business (trainer/placement.py):
-replicas write them here from rank 0; sharded models (`parallel = "fsdp"`, trainer/fsdp.py)
+Where the weights and the optimizer state go is the placement's business (trainer/parallel/placement.py):
+replicas write them here from rank 0; sharded models (`parallel = "fsdp"`, trainer/parallel/fsdp.py)
 write sharded/ from every rank (torch.distributed.checkpoint, read back at any world size),
 and rank 0 still writes policy/ with the full weights, so `rlvr eval` and `rlvr export` read it
 as any other.
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .placement import Replication
+from rlvr.trainer.parallel.placement import Replication
 
 __all__ = ["seed_everything", "rng_state", "set_rng_state", "write_checkpoint", "read_state",
            "restore_trainer_state", "latest_checkpoint", "RunFolderError", "holds_run",
@@ -87,7 +87,7 @@ def set_rng_state(state: dict) -> None:
 def write_checkpoint(root: Path, name: str, *, policy, tokenizer, critic, optimizer, scheduler,
                      state: dict, placement=None) -> Path:
     """Write checkpoint `root/name` atomically and point `root/latest` at it. Every rank whose
-    `placement` (trainer/placement.py; default: replicas) `writes_checkpoints` calls it; rank 0
+    `placement` (trainer/parallel/placement.py; default: replicas) `writes_checkpoints` calls it; rank 0
     writes everything but the weights the placement writes itself."""
     placement = placement if placement is not None else Replication()
     tmp, final = root / (name + ".tmp"), root / name

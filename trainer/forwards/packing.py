@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .hf_adapter import attention_implementation
+from rlvr.trainer.forwards.hf_adapter import attention_implementation
 
 __all__ = ["Piece", "Packing", "packs", "mask_dtype"]
 

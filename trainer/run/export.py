@@ -15,7 +15,7 @@ __all__ = ["export_run"]
 
 def export_run(run_dir: str | Path, out: str | Path, merge: bool = False) -> Path:
     """Write the run's latest policy to `out` (a transformers folder); return `out`."""
-    from .checkpoint import latest_checkpoint
+    from rlvr.trainer.run.checkpoint import latest_checkpoint
     run_dir, out = Path(run_dir), Path(out)
     policy = latest_checkpoint(run_dir) / "policy"
     if out.exists() and any(out.iterdir()):
@@ -26,7 +26,7 @@ def export_run(run_dir: str | Path, out: str | Path, merge: bool = False) -> Pat
     if not merge:
         raise ValueError(f"{run_dir} is a LoRA run (its checkpoint holds adapters only): pass "
                          "--merge to fold them into the base model")
-    from .models import load_lora, load_policy, load_tokenizer
+    from rlvr.trainer.models.loading import load_lora, load_policy, load_tokenizer
     base = json.loads((run_dir / "config.json").read_text())["config"]["model"]
     model = load_lora(load_policy(base, "float32", "cpu"), str(policy)).merge_and_unload()
     model.save_pretrained(out, safe_serialization=True)

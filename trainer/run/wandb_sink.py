@@ -1,10 +1,10 @@
 """Weights & Biases as an optional place for a run's metrics, beside TensorBoard.
 
 `report_to = ["tensorboard", "wandb"]` in a training config makes the metrics logger
-(trainer/metrics.py) mirror every row to a W&B run: the same metric names as metrics.jsonl and
+(trainer/run/metrics.py) mirror every row to a W&B run: the same metric names as metrics.jsonl and
 TensorBoard (evaluation rows under `eval/`, as in TensorBoard), the training step as W&B's step,
 the resolved config as the run config, and at the end `config.json` and the run's plots
-(trainer/plots.py) as artifacts. Nothing here is imported unless asked for, and W&B is an
+(trainer/run/plots.py) as artifacts. Nothing here is imported unless asked for, and W&B is an
 optional dependency: `pip install 'rlvr[wandb]'`.
 
 W&B's own environment variables win over rlvr's defaults: `WANDB_DIR` (default here: the run
@@ -89,7 +89,7 @@ def init_defaults(run_dir: Path, project: str | None = None) -> dict:
 
 def _plots(run_dir: Path) -> list[Path]:
     """The run's PNGs, drawn now (the run has just ended); none when it has nothing to draw."""
-    from .plots import plot_run
+    from rlvr.trainer.run.plots import plot_run
     try:
         return list(plot_run(run_dir).files)
     except (FileNotFoundError, ValueError):

@@ -9,7 +9,7 @@ training step is (DeepSeekMath, Shao et al. 2024, eq. 3, GRPO):
 
 computed in this order, each step one block below:
   1. `prepare`  frozen for the mu inner steps: pi_ref's log-probs, the rewards (minus beta*KL
-                when the KL goes into the reward), the advantages A (trainer/algorithms.py:
+                when the KL goes into the reward), the advantages A (trainer/objective/algorithms.py:
                 GRPO's group z-score, RLOO, REINFORCE, PPO's GAE, REINFORCE++), the normalisers;
   2. `step`     -J(theta) on each micro-batch, gradients accumulated, one optimizer step.
 
@@ -27,8 +27,8 @@ On-policy distillation (GKD, Agarwal et al. 2024) adds one term: with a teacher,
 the reverse KL over the vocabulary at every position the student sampled (pure distillation:
 policy_loss = "none", no J at all).
 
-The log-probs come from a *forward* (`forward.logprobs`): the reference one (trainer/reference.py)
-computes them by their definition; the fast one (trainer/fast.py) equals it and is what runs by
+The log-probs come from a *forward* (`forward.logprobs`): the reference one (trainer/forwards/reference.py)
+computes them by their definition; the fast one (trainer/forwards/fast.py) equals it and is what runs by
 default. This file never sees how they were computed.
 """
 from __future__ import annotations
@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import algorithms as alg
-from . import importance
-from .episodes import policy_tokens
-from .forward import Forward, Micro
-from .metrics import UpdateStats
-from .models import lora_dropout_active
-from .rollout import Rollout
+from rlvr.trainer.objective import algorithms as alg
+from rlvr.trainer.objective import importance
+from rlvr.trainer.sampling.episodes import policy_tokens
+from rlvr.trainer.forwards.protocol import Forward, Micro
+from rlvr.trainer.run.metrics import UpdateStats
+from rlvr.trainer.models.loading import lora_dropout_active
+from rlvr.trainer.sampling.rollout import Rollout
 
 __all__ = ["Batch", "InnerSteps", "PolicyUpdate"]
 

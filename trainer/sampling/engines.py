@@ -15,7 +15,7 @@ without touching the loop:
   is imported only when this engine is built. It needs a CUDA GPU and is NOT exercised by the
   test suite (our CI has none); its glue is written against vLLM's documented `LLM.generate`
   (token-id prompts, per-request seeds) and `LLM.apply_model` APIs.
-- `ServerEngine` (`rollout_engine = "server"`, trainer/server_engine.py): an OpenAI-compatible
+- `ServerEngine` (`rollout_engine = "server"`, trainer/sampling/server_engine.py): an OpenAI-compatible
   completions server (vLLM, SGLang) samples, returning each token's log-prob; every
   `sync_every` steps the policy is written to a shared folder and the server reloads it.
   Tested against a small server the tests start (tests/server_for_tests.py).
@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 from rlvr.core import Completion, Task
 from rlvr.usage import require_extra
 
-from .rollout import (Rollout, _hf_generate, _seeded, encode_prompt, eos_ids, generate,
+from rlvr.trainer.sampling.rollout import (Rollout, _hf_generate, _seeded, encode_prompt, eos_ids, generate,
                       sample_continuations)
 
 __all__ = ["RolloutEngine", "HFEngine", "VLLMEngine", "make_engine", "ENGINES"]
@@ -163,14 +163,14 @@ def make_engine(name: str, policy, tokenizer, cfg, share_prefix: bool | None = N
         return HFEngine(policy, tokenizer, cfg.generation_batch_size, share_prefix,
                         with_entropy=True)
     if name == "vllm":
-        from .models import resolve_model
+        from rlvr.trainer.models.loading import resolve_model
         engine = VLLMEngine(resolve_model(cfg.model), tokenizer, dtype=cfg.dtype,
                             gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                             seed=cfg.seed)
         engine.sync_weights(policy)       # a resumed run's policy differs from cfg.model
         return engine
     if name == "server":
-        from .server_engine import ServerEngine
+        from rlvr.trainer.sampling.server_engine import ServerEngine
         engine = ServerEngine(cfg, policy, tokenizer)
         engine.push(policy)               # the server starts from the trainer's policy
         return engine

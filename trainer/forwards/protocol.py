@@ -1,11 +1,11 @@
 """What the update asks of a forward: the interface every way of computing log-probs meets.
 
-The update (trainer/update.py) never sees how log-probs are computed. It cuts a rollout into
+The update (trainer/objective/update.py) never sees how log-probs are computed. It cuts a rollout into
 micro-batches, asks for log pi(y_t | x, y_<t) of the sampled tokens (and, for distillation, the
 teacher's distribution and the reverse KL to it; for PPO, the critic's values), and brackets
 each pass over the micro-batches with `pass_over`. Three forwards implement it: the reference
-one (trainer/reference.py, the definition), the fast one (trainer/fast.py, tested equal to it)
-and the sharded one (trainer/fsdp.py, the reference forward over FSDP2-sharded models).
+one (trainer/forwards/reference.py, the definition), the fast one (trainer/forwards/fast.py, tested equal to it)
+and the sharded one (trainer/parallel/fsdp.py, the reference forward over FSDP2-sharded models).
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ policy in `DistributedDataParallel`: DDP requires every rank to run the same num
 passes per step, which DAPO's dynamic sampling (ranks keep different numbers of groups) and
 dropped samples break; the critic shares the optimizer; and sampling wants the bare module.
 DDP's overlap of communication with the backward pass is what this gives up.
-`parallel = "fsdp"` shards the models instead of replicating them (trainer/fsdp.py); everything
+`parallel = "fsdp"` shards the models instead of replicating them (trainer/parallel/fsdp.py); everything
 above holds for it too.
 """
 from __future__ import annotations
@@ -75,7 +75,7 @@ class DistContext:
 
     def sum_gradients(self, params: list[torch.Tensor]) -> None:
         """grad <- sum over ranks, as one flat buffer per dtype (a missing grad counts as 0).
-        Sharded parameters (FSDP2's DTensors, trainer/fsdp.py) are skipped: their gradients
+        Sharded parameters (FSDP2's DTensors, trainer/parallel/fsdp.py) are skipped: their gradients
         were summed by FSDP's reduce-scatter during the backward."""
         from torch.distributed.tensor import DTensor
         params = [p for p in params if not isinstance(p, DTensor)]

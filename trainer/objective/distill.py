@@ -4,7 +4,7 @@ KL to it over the whole vocabulary computed in bounded memory.
 The student samples; the teacher scores every position the student visited with its full
 next-token distribution; the loss is KL(pi_student || pi_teacher) there (GKD, Agarwal et al.
 2024, "On-Policy Distillation of Language Models: Learning from Self-Generated Mistakes";
-Thinking Machines, "On-Policy Distillation", 2025). `trainer/algorithms.py` `reverse_kl` is the
+Thinking Machines, "On-Policy Distillation", 2025). `trainer/objective/algorithms.py` `reverse_kl` is the
 definition; `logprobs_and_reverse_kl` here computes the same numbers block by block, with the
 student's per-token log-probs from the same logits, so one student forward serves both the
 policy-gradient term and the distillation term.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .logprobs import BLOCK_ELEMENTS, _blocks, _scaled
+from rlvr.trainer.forwards.logprobs import BLOCK_ELEMENTS, _blocks, _scaled
 
 __all__ = ["load_teacher", "log_softmax_", "logprobs_and_reverse_kl"]
 
@@ -22,8 +22,8 @@ def load_teacher(name: str, tokenizer, policy, device):
     """The teacher: a model folder, hub id, 'smollm2' or an rlvr run folder (its latest
     checkpoint's policy), loaded frozen in float32 like the reference model. Its vocabulary
     must be the student's, token for token: the KL compares distributions over the same ids."""
-    from .evaluation.evaluate import resolve_model
-    from .models import load_policy, load_tokenizer
+    from rlvr.trainer.evaluation.evaluate import resolve_model
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
     path = resolve_model(name)
     theirs = load_tokenizer(path).get_vocab()
     ours = tokenizer.get_vocab()
@@ -90,7 +90,7 @@ class _LogprobsAndReverseKL(torch.autograd.Function):
 
     Saved: the logits (the model's own tensor), the teacher's log-probs, the log-sum-exp and the
     KL; the backward recomputes p block by block and, for float32 logits, writes the gradient
-    into the logits in place (as trainer/logprobs.py does, for the same reason: no second
+    into the logits in place (as trainer/forwards/logprobs.py does, for the same reason: no second
     vocabulary-sized tensor)."""
 
     @staticmethod

@@ -3,8 +3,8 @@
 A placement builds the models on a device, places them over the ranks, names the forward the
 update runs on them, gathers the policy for sampling, and writes and reads the weights and
 optimizer state of a checkpoint. Two exist: `Replication` here (every rank a whole copy, the
-default and the single-process case) and `Sharding` (trainer/fsdp.py, FSDP2). The loop and
-trainer/checkpoint.py call the methods below and never ask which one they hold.
+default and the single-process case) and `Sharding` (trainer/parallel/fsdp.py, FSDP2). The loop and
+trainer/run/checkpoint.py call the methods below and never ask which one they hold.
 """
 from __future__ import annotations
 

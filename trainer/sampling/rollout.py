@@ -15,9 +15,9 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from .hf_adapter import cache_kwarg, preallocate, repeat_rows, returned_cache, select_rows
-from .prefix import SharedPrefix, one_pass, prompt_forward
-from .prompts import tool_prompt
+from rlvr.trainer.forwards.hf_adapter import cache_kwarg, preallocate, repeat_rows, returned_cache, select_rows
+from rlvr.trainer.forwards.prefix import SharedPrefix, one_pass, prompt_forward
+from rlvr.trainer.sampling.prompts import tool_prompt
 
 __all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
 
@@ -100,7 +100,7 @@ class Rollout:
     token_entropy: list[list[float]] | None = None
     # per row, the sampler's log-prob of each completion token under softmax(logits / T), when
     # the sampler is another engine's copy of the policy (a server): the update corrects for
-    # the mismatch with the trainer's (trainer/importance.py)
+    # the mismatch with the trainer's (trainer/objective/importance.py)
     sampler_logp: list[list[float]] | None = None
 
     def __len__(self) -> int:

@@ -23,8 +23,8 @@ from rlvr.core import Completion, Task
 from rlvr.envs.multiturn import Episode, episode_limits, is_multiturn, respond_batch
 from rlvr.verifiers.tools import ToolCall, parse_tool_calls
 
-from .prompts import tool_prompt
-from .rollout import Rollout, eos_ids
+from rlvr.trainer.sampling.prompts import tool_prompt
+from rlvr.trainer.sampling.rollout import Rollout, eos_ids
 
 __all__ = ["run_episodes", "EpisodeEngine", "episode_engine", "policy_tokens", "overlong_lengths",
            "episode_metrics", "tool_prompt", "env_token_ids", "parse_turn", "episode_sample"]

@@ -1,0 +1,1 @@
+"""The forwards and the speed layer: the Forward protocol the update asks for, per-token log-probs by definition (reference) and the fast path tested equal to it, packing, the shared prompt prefix, the transformers adapter."""
