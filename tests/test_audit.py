@@ -486,7 +486,7 @@ def test_strategies_come_from_the_entry_point_group(monkeypatch, own_strategies)
         return [EntryPoint()] if group == "rlvr.audit_strategies" else []
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
-    monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry._discover, "_done", False)
     assert registry.get_strategy("test-from-entry-point").description == "Registered by a package."
     with pytest.raises(registry.UnknownStrategyError, match="registered: "):
         registry.get_strategy("nope")

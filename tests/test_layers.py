@@ -1,7 +1,7 @@
 """The import layers (docs/architecture.md): every import, at module level or inside a function,
 points down or sideways, never up; and no import cycle exists outside the CLI.
 
-    floor  rlvr.{core, pool, pooled_reward, rows, usage, splits, stats, passk, boundary,
+    floor  rlvr.{core, pool, pooled_reward, rows, usage, splits, stats, passk, boundary, plugins,
            ray_backend}
       1    rlvr.sandbox
       2    rlvr.verifiers

@@ -229,7 +229,7 @@ def test_detector_and_second_opinion_register_through_entry_points(tmp_path, mon
         "[rlvr.monitor_detectors]\nshouting = thirdparty_monitor\n\n"
         "[rlvr.second_opinions]\njson-schema = thirdparty_monitor:second_opinion\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(detectors_module, "_discovered", False)
+    monkeypatch.setattr(detectors_module._discover, "_done", False)
     assert detectors_module.get_detector("shouting").description == "An answer in capitals."
     env = rlvr.load_env("json-schema")
     monitor = Monitor(env, "json-schema", MonitorSettings(every=1), tmp_path)

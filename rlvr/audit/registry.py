@@ -2,7 +2,7 @@
 found on first use."""
 from __future__ import annotations
 
-import importlib
+from rlvr.plugins import Discovery
 
 from .strategy import Strategy, _strategies
 
@@ -11,7 +11,8 @@ __all__ = ["ENTRY_POINT_GROUP", "list_strategies", "get_strategy", "UnknownStrat
 ENTRY_POINT_GROUP = "rlvr.audit_strategies"
 BUILTIN_MODULES = ("answers", "final_answer", "identities", "code", "text", "injection")
 """rlvr's own strategy library (each module registers its strategies on import)."""
-_discovered = False
+_discover = Discovery(__package__, BUILTIN_MODULES, ENTRY_POINT_GROUP)
+"""The built-in strategies and every `rlvr.audit_strategies` entry point, once."""
 
 
 class UnknownStrategyError(KeyError):
@@ -19,17 +20,6 @@ class UnknownStrategyError(KeyError):
         return str(self.args[0])
 
 
-def _discover() -> None:
-    """The built-in strategies and every `rlvr.audit_strategies` entry point, once."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    for module in BUILTIN_MODULES:
-        importlib.import_module(f"{__package__}.{module}")
-    from importlib.metadata import entry_points
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()
 
 
 def list_strategies() -> list[Strategy]:

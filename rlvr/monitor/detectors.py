@@ -18,13 +18,13 @@ entry-point group, as strategies use `rlvr.audit_strategies`.
 """
 from __future__ import annotations
 
-import importlib
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from rlvr.audit.strategy import KINDS, _prompt_text
 from rlvr.core import Task, Verdict
+from rlvr.plugins import Discovery
 
 __all__ = ["Sample", "Detector", "register_detector", "list_detectors", "get_detector",
            "detectors_for", "UnknownDetectorError", "ENTRY_POINT_GROUP"]
@@ -32,6 +32,8 @@ __all__ = ["Sample", "Detector", "register_detector", "list_detectors", "get_det
 ENTRY_POINT_GROUP = "rlvr.monitor_detectors"
 BUILTIN_MODULES = ("answers", "code", "text")
 """rlvr's own detectors (each module registers its detectors on import)."""
+_discover = Discovery(__package__, BUILTIN_MODULES, ENTRY_POINT_GROUP)
+"""The built-in detectors and every `rlvr.monitor_detectors` entry point, once."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,6 @@ class UnknownDetectorError(KeyError):
 
 _detectors: dict[str, Detector] = {}
 _lock = threading.Lock()
-_discovered = False
 
 
 def register_detector(name: str, *, kinds: Iterable[str] = KINDS, replace: bool = False):
@@ -107,17 +108,6 @@ def register_detector(name: str, *, kinds: Iterable[str] = KINDS, replace: bool 
     return wrap
 
 
-def _discover() -> None:
-    """The built-in detectors and every `rlvr.monitor_detectors` entry point, once."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    for module in BUILTIN_MODULES:
-        importlib.import_module(f"{__package__}.{module}")
-    from importlib.metadata import entry_points
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()
 
 
 def list_detectors() -> list[Detector]:
