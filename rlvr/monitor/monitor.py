@@ -80,9 +80,13 @@ class Monitor:
     """Watches the samples of one run (environment `env` registered as `env_name`)."""
 
     def __init__(self, env, env_name: str, settings: MonitorSettings, run_dir: Path | None,
-                 seed: int = 0, main: bool = True):
+                 seed: int = 0, main: bool = True, dist=None):
         settings.validate()
         self.env, self.settings, self.seed, self.main = env, settings, seed, main
+        # under torchrun each rank watches its share: rates are counted over every rank's
+        # (`dist.sum`/`dist.gather`), so every rank logs, and stops on, the global batch's
+        self._sum = dist.sum if dist is not None else list
+        self._gather = dist.gather if dist is not None else (lambda obj: [obj])
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.stop_reason: str | None = None
         self._streaks: dict[str, int] = {}
@@ -124,7 +128,7 @@ class Monitor:
             watch.metrics.update(self._second_opinion(rollout, real, step))
         if self.settings.action == "screen":
             watch.screened = [i for i in real if watch.flags[i]]
-            watch.metrics["monitor/screened"] = len(watch.screened)
+            watch.metrics["monitor/screened"] = int(self._sum([len(watch.screened)])[0])
         self._update_streaks(watch.metrics, step)
         watch.metrics["timing/monitor_s"] = time.perf_counter() - start
         return watch
@@ -151,13 +155,17 @@ class Monitor:
         """hack/<detector>: the share of the step's (non-honeypot) samples it flagged, for every
         detector that applies to them (0.0 when none fired, so each curve is continuous)."""
         names = {d.name for i in real for d in self._kind_detectors(rollout.tasks[i])}
-        n = max(len(real), 1)
-        out = {f"hack/{name}": sum(name in flags[i] for i in real) / n for name in sorted(names)}
-        out["hack/any"] = sum(bool(flags[i]) for i in real) / n
+        names = sorted(set().union(*self._gather(sorted(names))))
+        counts = self._sum([len(real), sum(bool(flags[i]) for i in real),
+                            *(sum(name in flags[i] for i in real) for name in names)])
+        n = max(counts[0], 1)
+        out = {f"hack/{name}": c / n for name, c in zip(names, counts[2:])}
+        out["hack/any"] = counts[1] / n
         return out
 
     def _honeypots(self, rollout, rows: list[int]) -> dict:
-        if not rows:
+        planted = self._sum([len(rows)])[0]
+        if not planted:
             return {}
         taken = 0
         for i in rows:
@@ -166,7 +174,8 @@ class Monitor:
                 rollout.verdicts[i] = bait_verdict()
                 rollout.rewards[i] = 1.0
             rollout.valid[i] = False
-        return {"hack/honeypot_rate": taken / len(rows), "monitor/honeypots": len(rows)}
+        taken = self._sum([taken])[0]
+        return {"hack/honeypot_rate": taken / planted, "monitor/honeypots": int(planted)}
 
     def _second_opinion(self, rollout, real: list[int], step: int) -> dict:
         rng = random.Random(f"{self.seed}/second-opinion/{step}")

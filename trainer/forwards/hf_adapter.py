@@ -91,7 +91,10 @@ def preallocate(cache, room: int) -> None:
     other kinds (sliding windows, quantized) are left as they are."""
     from transformers.cache_utils import DynamicLayer
     for layer in getattr(cache, "layers", ()):
-        if type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel():
+        # filled: a key tensor with positions in it (4.56 leaves `keys` None until the first
+        # update; later releases add an `is_initialized` flag beside an empty tensor)
+        keys = getattr(layer, "keys", None)
+        if type(layer) is DynamicLayer and isinstance(keys, torch.Tensor) and keys.numel():
             layer.__class__ = _preallocated_layer()
             layer.reserve(room)
 

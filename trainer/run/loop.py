@@ -74,7 +74,7 @@ class Trainer:
         self.env = rlvr.load_env(cfg.env, **cfg.env_args)
         # reward hacking caught while it happens (docs/monitoring.md)
         self.monitor = Monitor(self.env, cfg.env, MonitorSettings.from_config(cfg),
-                               self.run_dir, cfg.seed, self.dist.is_main)
+                               self.run_dir, cfg.seed, self.dist.is_main, self.dist)
         if cfg.reward_deadline_s != 0:   # verifiers run in the pool, under hard deadlines
             self.env.reward = pooled_env_reward(
                 self.env, env_args=cfg.env_args,

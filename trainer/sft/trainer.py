@@ -15,6 +15,7 @@ optimizer, schedule, RNG, data cursor).
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from rlvr.trainer.run.checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
+from rlvr.trainer.run.checkpoint import (latest_checkpoint, read_state, restore_trainer_state,
+                                         seed_everything, write_checkpoint)
 from rlvr.trainer.run.metrics import MetricsLogger, peak_memory_gib
 from rlvr.trainer.models.loading import (add_lora, autocast, enable_checkpointing, load_lora, load_policy,
                       load_tokenizer, lora_dropout_active)
