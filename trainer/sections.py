@@ -218,13 +218,26 @@ class Algorithm:
     """pg (A * log-prob, REINFORCE/RLOO), clip (token ratio, PPO/GRPO), gspo (sequence ratio),
     gspo_token (sequence ratio's value, per-token advantages' gradient; GSPO paper sec. 4.3),
     nll (SFT's log-likelihood weighted by the filter advantage; epochs allowed), none (no
-    policy-gradient term: pure on-policy distillation)."""
+    policy-gradient term: pure on-policy distillation), clip_cov and kl_cov (clip, and the
+    unclipped ratio, restraining the tokens whose log-prob and advantage co-vary most, against
+    entropy collapse; Cui et al. 2025)."""
     loss_aggregation: str = by_preset("seq_mean_token_mean")
     """seq_mean_token_mean (GRPO), seq_mean_token_sum (REINFORCE/RLOO), seq_mean_token_sum_norm (Dr. GRPO), token_mean (DAPO)."""
     clip_eps_low: float = by_preset(0.2)
     """Ratio clamp below: 1 - eps_low."""
     clip_eps_high: float = by_preset(0.2)
     """Ratio clamp above: 1 + eps_high (> eps_low is DAPO's clip-higher)."""
+    clip_cov_ratio: float = 2e-4
+    """clip_cov: the share of the batch's tokens taken out of the gradient (the paper's r)."""
+    clip_cov_low: float = 1.0
+    """clip_cov: a token is a candidate when its log-prob/advantage covariance is >= this ..."""
+    clip_cov_high: float = 5.0
+    """... and <= this (the paper's omega_low, omega_high)."""
+    kl_cov_ratio: float = 2e-3
+    """kl_cov: the share of the batch's tokens, largest covariance first, that get the KL
+    penalty (the paper's k)."""
+    kl_cov_coef: float = 1.0
+    """kl_cov: the penalty's weight on |log pi - log pi_old| (the paper's beta)."""
     inner_steps: int = by_preset(1)
     """mu: gradient steps per rollout batch, pi_old and advantages frozen across them."""
     keep_threshold: float = by_preset(1.0)
@@ -235,6 +248,7 @@ class Algorithm:
     def unused_knobs(self) -> dict[str, str]:
         """knob -> why this configuration never reads it ('' when it does)."""
         no_ratio = _NOT_USED if self.policy_loss in _NO_RATIO else ""
+        no_clip = "kl_cov penalises instead of clipping" if self.policy_loss == "kl_cov" else ""
         return {"baseline": "" if self.advantage == "reinforce" else
                 "only the reinforce advantage has a baseline",
                 "baseline_decay": "" if self.advantage == "reinforce" and
@@ -244,7 +258,11 @@ class Algorithm:
                 "gae_lambda": "" if self.advantage == "gae" else _NOT_USED,
                 "scale_rewards": "" if self.advantage == "grpo" else
                 "only the grpo advantage scales rewards",
-                "clip_eps_low": no_ratio, "clip_eps_high": no_ratio,
+                "clip_eps_low": no_ratio or no_clip, "clip_eps_high": no_ratio or no_clip,
+                **{k: "" if self.policy_loss == "clip_cov" else _NOT_USED
+                   for k in ("clip_cov_ratio", "clip_cov_low", "clip_cov_high")},
+                **{k: "" if self.policy_loss == "kl_cov" else _NOT_USED
+                   for k in ("kl_cov_ratio", "kl_cov_coef")},
                 "keep_threshold": "" if self.advantage == "filter" else _NOT_USED}
 
 

@@ -20,6 +20,8 @@ from typing import Callable
 
 import torch
 
+from rlvr.trainer.objective.entropy import clip_cov_objective, kl_cov_objective
+
 
 __all__ = [
     "masked_mean", "group_mean_std", "reinforce_advantages", "rloo_advantages",
@@ -427,17 +429,21 @@ POLICY_LOSSES: dict[str, Callable] = {
     "gspo_token": gspo_token_objective,
     "nll": nll_objective,
     "none": no_objective,
+    "clip_cov": clip_cov_objective,      # entropy.py: Clip-Cov and KL-Cov (Cui et al. 2025)
+    "kl_cov": kl_cov_objective,
 }
 
 
 def policy_objective(kind: str, logp: torch.Tensor, old_logp: torch.Tensor,
                      advantages: torch.Tensor, mask: torch.Tensor, eps_low: float = 0.2,
-                     eps_high: float = 0.2) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                     eps_high: float = 0.2, **knobs) -> tuple[torch.Tensor, torch.Tensor,
+                                                              torch.Tensor]:
     """Per-token objective to maximise (the loss is its negative), with clip indicators, by
     name from POLICY_LOSSES. `advantages` is [B, T] (a completion-level advantage repeated
-    over its tokens, or per-token advantages such as GAE's)."""
+    over its tokens, or per-token advantages such as GAE's); `knobs`: a loss's own settings
+    (Clip-Cov's and KL-Cov's ratios and bounds)."""
     return _lookup(POLICY_LOSSES, kind, "policy loss")(logp, old_logp, advantages, mask,
-                                                      eps_low, eps_high)
+                                                      eps_low, eps_high, **knobs)
 
 
 LOSS_AGGREGATIONS = ("seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm",

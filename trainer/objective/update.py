@@ -67,6 +67,16 @@ class Batch:
     is_weights: tuple[torch.Tensor, ...] | None = None   # stale-sample correction, or None
 
 
+def loss_knobs(cfg) -> dict:
+    """The policy loss's own settings (Clip-Cov's and KL-Cov's, objective/entropy.py)."""
+    if cfg.policy_loss == "clip_cov":
+        return {"ratio": cfg.clip_cov_ratio, "cov_low": cfg.clip_cov_low,
+                "cov_high": cfg.clip_cov_high}
+    if cfg.policy_loss == "kl_cov":
+        return {"ratio": cfg.kl_cov_ratio, "coef": cfg.kl_cov_coef}
+    return {}
+
+
 @dataclass
 class InnerSteps:
     """What changes across one batch's mu inner steps: pi_old's log-probs, taken from the
@@ -90,6 +100,7 @@ class PolicyUpdate:
                                                                       kl_ctl, baseline)
         self.forward, self.dist, self.device, self.precision = forward, dist, device, precision
         self._inner: InnerSteps | None = None
+        self.loss_knobs = loss_knobs(cfg)
 
     def inner_steps(self, batch: Batch) -> InnerSteps:
         """The inner steps' state of `batch` (started afresh for a batch not seen last)."""
@@ -251,7 +262,8 @@ class PolicyUpdate:
         if old[i] is None:       # inner step 1: theta == theta_old, ratio == 1
             old[i] = logp.detach()
         obj, low, high = alg.policy_objective(cfg.policy_loss, logp, old[i], batch.advantages[i],
-                                              mask, cfg.clip_eps_low, cfg.clip_eps_high)
+                                              mask, cfg.clip_eps_low, cfg.clip_eps_high,
+                                              **self.loss_knobs)
         per_token = -obj
         if batch.is_weights is not None:
             per_token = per_token * batch.is_weights[i]
