@@ -416,7 +416,8 @@ def test_tables_name_every_estimator_and_loss():
     # Adding one is one function and one table row; the config's choices come from the tables.
     from rlvr.trainer.config import TrainConfig
     assert set(A.ADVANTAGES) == {"reinforce", "rloo", "grpo", "gae", "reinforce_pp", "filter"}
-    assert set(A.POLICY_LOSSES) == {"pg", "clip", "gspo", "gspo_token", "nll", "none"}
+    assert set(A.POLICY_LOSSES) == {"pg", "clip", "gspo", "gspo_token", "nll", "none",
+                                     "clip_cov", "kl_cov"}
     with pytest.raises(ValueError, match="policy_loss"):
         TrainConfig(policy_loss="nope")
     with pytest.raises(ValueError, match="unknown policy loss"):
