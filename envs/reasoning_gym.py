@@ -42,8 +42,9 @@ from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.splits import hash_split
 from rlvr.usage import require_extra
+from rlvr.verifiers.math.standing import after, negated, stated_value
 from rlvr.verifiers.numeric import numbers_in, parse_number
-from rlvr.verifiers.parser import ThinkParser, answer_tag
+from rlvr.verifiers.parser import ThinkParser, answer_tag, tag_blocks
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
 from .countdown_search import countdown_teacher
@@ -166,6 +167,31 @@ def _no_partial_credit(answer: str, gold) -> str:
     return ""
 
 
+def _undone(span: str, answer: str) -> Verdict | None:
+    """A verdict of 0 when what the text says around or after the last `<answer>` block undoes
+    it (a negation, a retraction, a correction or an alternative after it: the answer the
+    completion ends on is not the tagged one); None when the tagged answer stands."""
+    start, end, _ = tag_blocks(span)[-1]
+    if negated(span, start, end):
+        return Verdict(0.0, UNPARSED, extracted=answer, reason="the answer is negated or questioned")
+
+    def same(value: str) -> bool:
+        value = _unwrapped(value.strip(), answer)
+        number = parse_number(value)
+        return value.casefold() == answer.casefold() or (
+            number is not None and number == parse_number(answer))
+
+    change = after(span[end:], stated_value, same)
+    if change.action == "retract":
+        return Verdict(0.0, UNPARSED, extracted=answer, reason=change.reason)
+    if change.action in ("replace", "hedge"):
+        return Verdict(0.0, OK, extracted=f"{answer} | {change.value}"[:200],
+                       reason=f"after the <answer> block the text "
+                              f"{'corrects it to' if change.action == 'replace' else 'offers'} "
+                              f"{change.value[:60]!r}: the tagged answer does not stand")
+    return None
+
+
 class ReasoningGymReward(BaseReward):
     """The dataset's own `score_answer` on the `<answer>` span, with typed statuses. Several
     different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last)."""
@@ -185,6 +211,9 @@ class ReasoningGymReward(BaseReward):
             return Verdict(0.0, OK, extracted=" | ".join(blocks)[:200],
                            reason=f"{len(blocks)} different <answer> blocks: a hedge")
         answer = _unwrapped(blocks[0], str(task.answer))
+        undone = _undone(span, answer)
+        if undone is not None:
+            return undone
         md = task.metadata
         entry = {"question": md["question"], "answer": task.answer, "metadata": md["rg_metadata"]}
         ds = None

@@ -21,16 +21,20 @@ from dataclasses import dataclass
 
 from .hedges import ALT_START, ALT_WORD, HARD_END
 
-__all__ = ["negated", "denials", "after", "After", "rejection_removed"]
+__all__ = ["negated", "denials", "after", "After", "rejection_removed", "stated_value"]
 
 _NEGATION = r"(?:\bnot|n't|\bnever|\bno\s+longer|\bcannot\s+be|\bcan\s*not\s+be)"
+# words that name a value by excluding it: "anything but 12", "something other than 12"
+_EXCLUDING = (r"(?:\b(?:any|some|every|no)(?:thing|\s+value|\s+number|one)\s+(?:but|except|besides|"
+              r"save)|\bother\s+than|\brather\s+than|\binstead\s+of|\bapart\s+from|\bexcept(?:\s+for)?"
+              r"|\bexcluding)")
 # a negation right before the value: "is not 12", "isn't $12$", "can't be \boxed{12}"
-_NEG_BEFORE = re.compile(rf"{_NEGATION}\s+(?:(?:think|believe|say|guess|that|it's|it|is|be|the|"
-                         rf"answer|equal|to|simply|just|exactly|actually|really|quite)\s+){{0,4}}"
-                         rf"(?:\$+\s*|\\\(\s*)?$", re.I)
+_NEG_BEFORE = re.compile(rf"(?:{_NEGATION}|{_EXCLUDING})\s+(?:(?:think|believe|say|guess|that|it's|"
+                         rf"it|is|be|the|answer|equal|to|simply|just|exactly|actually|really|"
+                         rf"quite)\s+){{0,4}}(?:\$+\s*|\\\(\s*|\(\s*)?$", re.I)
 # an evaluation right after it: "\boxed{12} is wrong", "12 isn't the answer"
 _NEG_AFTER = re.compile(
-    r"^\s*\$*\s*(?:,\s*)?(?:(?:which|that)\s+)?(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
+    r"^[\s)\]]*\$*\s*(?:,\s*)?(?:(?:which|that)\s+)?(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
     r"(?:wrong|incorrect|false|invalid|impossible|a\s+mistake|an\s+error|not\b|off\b)"
     r"|(?:isn't|wasn't|is\s+not|can't\s+be|cannot\s+be|doesn't|does\s+not)\b)", re.I)
 _REPLY_NO = re.compile(r"^\s*(?:\*\*)?(?:no\b|nope\b|not\b|wrong\b|incorrect\b|that's\s+wrong)",
@@ -51,12 +55,21 @@ _STRONG = re.compile(
     r"reconsider\w*|doubt\w*|unsure|uncertain|not\s+confident|no,)"
     r"|不对|错了|有误", re.I)
 _WEAK = re.compile(r"\b(?:wait|hmm+|hm+|actually|hold\s+on|等等|其实)\b", re.I)
-# "wait, let me check" is a re-check, not a retraction
-_RECHECK = re.compile(r"^[\s,.:;!—–-]*(?:let\s+me|let's|I'll|I\s+will|I\s+should)\s+"
-                      r"(?:double[- ]?|re-?)?(?:check|verify|confirm|make\s+sure)", re.I)
+# "wait, let me check" is a re-check, not a retraction (matched at a position: no `^`, which
+# `Pattern.match(text, pos)` would take for the text's own start)
+_RECHECK = re.compile(r"[\s,.:;!—–-]*(?:(?:let\s+me|let's|I'll|I\s+will|I\s+should)\s+(?:\w+\s+)?"
+                      r"(?:double[- ]?|re-?)?(?:check|verify|confirm|make\s+sure|compute|calculate|"
+                      r"do|derive|work)|(?:double[- ]?|re-?)check\w*|verify\w*|re-?comput\w*|"
+                      r"re-?calculat\w*|re-?do\w*|re-?deriv\w*|checking)", re.I)
 _POSITIVE = re.compile(r"\b(?:yes|yep|correct|right|confirm\w*|checks?\s+out|verified|"
                        r"consistent|holds|indeed|matches|agrees?|makes\s+sense|valid|good|"
-                       r"fine|as\s+expected)\b|✓|✔", re.I)
+                       r"fine|as\s+expected|stands)\b|✓|✔", re.I)
+# a later answer line ("**Answer:** 13", "#### 13", "the answer is 13"): what it states is the
+# answer stated last
+_MARKER = re.compile(r"(?:####|\banswer\s*\**\s*[:：]|\banswer\s+(?:is|would\s+be|should\s+be)\b)"
+                     r"(?!\s*\**\s*(?:not\b|never\b|in\w*correct|wrong|right|correct|valid|"
+                     r"invalid|confirmed|verified|as\s+(?:above|stated|given)|the\s+same|unchanged|"
+                     r"above|unknown|unclear))", re.I)
 _NEGATED_WORD = re.compile(rf"(?:{_NEGATION}|\bno|\bnothing|\bwithout|\bany)\s+(?:\w+\s+)?$",
                            re.I)
 
@@ -90,9 +103,11 @@ def denials(text: str):
     return denied
 
 
-_ANY_CUE = re.compile(r"not|n't|never|longer|\?|wrong|incorrect|false|invalid|impossible|mistake|"
+_ANY_CUE = re.compile(r"not|n't|never|longer|but|except|besides|save|than|instead|apart|exclud|"
+                      r"\?|wrong|incorrect|false|invalid|impossible|mistake|"
                       r"error|off\b|isn|can|does", re.I)
-_MAY_NEGATE = re.compile(r"not|n't|never|longer", re.I)      # a cheap test before the full one
+_MAY_NEGATE = re.compile(r"not|n't|never|longer|but|except|besides|save|than|instead|"
+                         r"apart|excluding", re.I)      # a cheap test before the full one
 _ASKED = re.compile(r"[\s$*.)]*\?+(?=\s|$)")
 
 
@@ -125,6 +140,8 @@ def after(tail: str, read_value, same) -> After:
     strong = any(not _denied(seg, m.start()) for m in _STRONG.finditer(seg))
     verdict = _verdict(seg)
     value = read_value(seg)
+    if value and _value_denied(seg, value):
+        value = None                              # "Hmm, no -- 12 is wrong": no new value
     if value and not same(value):
         if not strong and verdict == "positive":
             return After("keep")                  # "Hmm, is that right? 12/4 = 3. Yes."
@@ -133,8 +150,23 @@ def after(tail: str, read_value, same) -> After:
         return After("replace", value)
     if value or verdict == "positive":
         return After("keep")                      # re-checked and confirmed
+    if not strong and verdict != "negative" and _only_rechecks(seg):
+        return After("keep")                      # "Wait, let me verify that." and no more
     return After("retract", reason="the answer is taken back or doubted after it is given "
                                    "(no new value)")
+
+
+def _value_denied(seg: str, value: str) -> bool:
+    """Is the last place `seg` writes `value` a denial of it ("12 is wrong", "not 12")?"""
+    at = seg.rfind(value)
+    return at >= 0 and negated(seg, at, at + len(value))
+
+
+def _only_rechecks(seg: str) -> bool:
+    """Does every pausing word of `seg` open a re-check, and no later answer line end empty?"""
+    weak = list(_WEAK.finditer(seg))
+    return bool(weak) and all(_RECHECK.match(seg, m.end()) for m in weak) \
+        or (not weak and bool(_MARKER.match(seg)))
 
 
 # the answer's own sentence going on with its reasons: what it evaluates is something else
@@ -143,14 +175,13 @@ _REASON = re.compile(r"[\s,;:(—–-]*(?:because|since|as|given|while|whereas|f
 
 
 def _first_cue(tail: str) -> int | None:
-    """Where the first word taking the answer back (or pausing on it) starts; None if none."""
+    """Where the first word taking the answer back, pausing on it or stating a later answer
+    starts; None if none."""
     best = None
-    for pattern in (_STRONG, _WEAK):
+    for pattern in (_STRONG, _WEAK, _MARKER):
         for m in pattern.finditer(tail):
             if pattern is _STRONG and _denied(tail, m.start()):
                 continue                          # "no mistake"; but "no, wait" still pauses
-            if pattern is _WEAK and _RECHECK.match(tail, m.end()):
-                continue
             best = m.start() if best is None else min(best, m.start())
             break
     return best
@@ -186,10 +217,24 @@ def _sentence_end(text: str, start: int) -> int:
 
 
 _REJECTION = re.compile(r"^(?P<keep>.*?\S)(?:\s*(?:,|;|—|–|\s-{1,2}|\()\s*|\s+)(?:and\s+|but\s+)?"
-                        r"(?:not|never)\s+(?P<other>[^()]{1,80}?)\)?\s*$", re.I)
+                        r"(?:not|never)\s+(?P<other>(?:[^()]|\([^()]*\)){1,80}?)\)?\s*$", re.I)
 
 
 def rejection_removed(value: str) -> str:
     """"12, not 13" -> "12": a value followed by the one it rejects states the first only."""
     m = _REJECTION.match(value)
     return m.group("keep") if m and re.search(r"\d|\\", m.group("keep")) else value
+
+
+def stated_value(seg: str) -> str | None:
+    """The value the last answer line of `seg` states ("the answer is 13, not 12." -> "13"),
+    for readers with no notation of their own; None when `seg` has no such line."""
+    last = None
+    for last in _MARKER.finditer(seg):
+        pass
+    if last is None:
+        return None
+    stop = HARD_END.search(seg, last.end())
+    value = seg[last.end():stop.start() if stop else len(seg)].strip(" \t*:：$")
+    m = _REJECTION.match(value)                  # "noremopyhx, not noremopyh": the first
+    return (m.group("keep") if m else value) or None
