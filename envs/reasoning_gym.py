@@ -173,7 +173,8 @@ def _undone(span: str, answer: str) -> Verdict | None:
     completion ends on is not the tagged one); None when the tagged answer stands."""
     start, end, _ = tag_blocks(span)[-1]
     if negated(span, start, end):
-        return Verdict(0.0, UNPARSED, extracted=answer, reason="the answer is negated or questioned")
+        return Verdict(0.0, UNPARSED, extracted=answer,
+                       reason="the answer is negated or questioned")
 
     def same(value: str) -> bool:
         value = _unwrapped(value.strip(), answer)

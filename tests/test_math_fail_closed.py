@@ -399,7 +399,7 @@ def test_a_gold_solution_is_read_as_stated():
         assert parse_gold(solution).text == "5", solution
 
 
-# --------------------------------------------------------------------------- the answer that stands, more shapes
+# ------------------------------------------------------------- the answer that stands, more shapes
 
 @pytest.mark.parametrize("completion", [
     "<answer>204</answer>\nHmm, no -- 204 is wrong. I would need to start over.",
@@ -421,7 +421,8 @@ def test_a_value_named_only_to_exclude_it_is_not_an_answer(completion):
 
 
 @pytest.mark.parametrize("gold,completion,expected", [
-    (r"\frac{14}{3}", "<answer>\\frac{14}{3}</answer>\nRecomputing gives \\frac{14}{3} again.", 1.0),
+    (r"\frac{14}{3}", "<answer>\\frac{14}{3}</answer>\nRecomputing gives \\frac{14}{3} again.",
+     1.0),
     ("|x-3|", "<answer>|x-3|</answer>\nHmm, redoing it I get |x-3| once more.", 1.0),
     ("|a|", "<answer>|a|</answer>\nWait, let me double-check that.", 1.0),
     (r"\frac{14}{3}", "<answer>\\frac{14}{3}</answer>\nWait, let me re-check: it's 5.", 0.0),

@@ -28,7 +28,7 @@ from .normalize import (MAX_ANSWER_CHARS, Answer, is_label, key, normalize, spli
                         too_big)
 from .notation import unicode_math
 from .prose_values import FUNC_WORD as _FUNC_WORD, value_spans as _value_spans
-from .standing import after, denials, rejection_removed
+from .standing import after, as_written, denials, rejection_removed
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
@@ -532,7 +532,8 @@ def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str,
     if not values:
         return Found((), source, "empty answer")
     tail = text[_value_end(text, kept[-1], "statement" if later else source):]
-    change = after(tail, lambda seg: _restated(seg, values, mc), lambda v: _same(values, v, mc))
+    change = after(tail, lambda seg: as_written(seg, _read_value(seg, mc), values),
+                   lambda v: _same(values, v, mc))
     if change.action == "retract" and len(values) == 1:
         return Found((), source, change.reason)
     if change.action == "replace":
@@ -586,20 +587,6 @@ def _read_value(seg: str, mc: bool) -> str | None:
                    if not re.match(r"\s+[a-z]", seg[m.end():m.end() + 2]) or m.group(1) not in "AI"]
         return letters[-1].group(1) if letters else None
     return _conclusion(seg)
-
-
-def _restated(seg: str, values: list[str], mc: bool) -> str | None:
-    r"""`_read_value`, but a value read from inside the answer written again as it was
-    (`\frac{14}{3}` in prose, where the prose reader sees 14) is that answer."""
-    value = _read_value(seg, mc)
-    if not value:
-        return value
-    for written in values:
-        start = seg.rfind(written)
-        if start >= 0 and all(start <= seg.rfind(p) and seg.rfind(p) + len(p) <= start + len(written)
-                              for p in value.split(" or ")):
-            return written
-    return value
 
 
 def _same(values: list[str], value: str, mc: bool) -> bool:

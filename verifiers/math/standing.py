@@ -21,20 +21,22 @@ from dataclasses import dataclass
 
 from .hedges import ALT_START, ALT_WORD, HARD_END
 
-__all__ = ["negated", "denials", "after", "After", "rejection_removed", "stated_value"]
+__all__ = ["negated", "denials", "after", "After", "rejection_removed", "stated_value",
+           "as_written"]
 
 _NEGATION = r"(?:\bnot|n't|\bnever|\bno\s+longer|\bcannot\s+be|\bcan\s*not\s+be)"
 # words that name a value by excluding it: "anything but 12", "something other than 12"
-_EXCLUDING = (r"(?:\b(?:any|some|every|no)(?:thing|\s+value|\s+number|one)\s+(?:but|except|besides|"
-              r"save)|\bother\s+than|\brather\s+than|\binstead\s+of|\bapart\s+from|\bexcept(?:\s+for)?"
-              r"|\bexcluding)")
+_EXCLUDING = (r"(?:\b(?:any|some|every|no)(?:thing|\s+value|\s+number|one)\s+"
+              r"(?:but|except|besides|save)|\bother\s+than|\brather\s+than|\binstead\s+of|"
+              r"\bapart\s+from|\bexcept(?:\s+for)?|\bexcluding)")
 # a negation right before the value: "is not 12", "isn't $12$", "can't be \boxed{12}"
 _NEG_BEFORE = re.compile(rf"(?:{_NEGATION}|{_EXCLUDING})\s+(?:(?:think|believe|say|guess|that|it's|"
                          rf"it|is|be|the|answer|equal|to|simply|just|exactly|actually|really|"
                          rf"quite)\s+){{0,4}}(?:\$+\s*|\\\(\s*|\(\s*)?$", re.I)
 # an evaluation right after it: "\boxed{12} is wrong", "12 isn't the answer"
 _NEG_AFTER = re.compile(
-    r"^[\s)\]]*\$*\s*(?:,\s*)?(?:(?:which|that)\s+)?(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
+    r"^[\s)\]]*\$*\s*(?:,\s*)?(?:(?:which|that)\s+)?"
+    r"(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
     r"(?:wrong|incorrect|false|invalid|impossible|a\s+mistake|an\s+error|not\b|off\b)"
     r"|(?:isn't|wasn't|is\s+not|can't\s+be|cannot\s+be|doesn't|does\s+not)\b)", re.I)
 _REPLY_NO = re.compile(r"^\s*(?:\*\*)?(?:no\b|nope\b|not\b|wrong\b|incorrect\b|that's\s+wrong)",
@@ -57,7 +59,8 @@ _STRONG = re.compile(
 _WEAK = re.compile(r"\b(?:wait|hmm+|hm+|actually|hold\s+on|等等|其实)\b", re.I)
 # "wait, let me check" is a re-check, not a retraction (matched at a position: no `^`, which
 # `Pattern.match(text, pos)` would take for the text's own start)
-_RECHECK = re.compile(r"[\s,.:;!—–-]*(?:(?:let\s+me|let's|I'll|I\s+will|I\s+should)\s+(?:\w+\s+)?"
+_RECHECK = re.compile(r"[\s,.:;!—–-]*(?:(?:let\s+me|let's|I'll|I\s+will|I\s+should)\s+"
+                      r"(?:\w+\s+)?"
                       r"(?:double[- ]?|re-?)?(?:check|verify|confirm|make\s+sure|compute|calculate|"
                       r"do|derive|work)|(?:double[- ]?|re-?)check\w*|verify\w*|re-?comput\w*|"
                       r"re-?calculat\w*|re-?do\w*|re-?deriv\w*|checking)", re.I)
@@ -238,3 +241,14 @@ def stated_value(seg: str) -> str | None:
     value = seg[last.end():stop.start() if stop else len(seg)].strip(" \t*:：$")
     m = _REJECTION.match(value)                  # "noremopyhx, not noremopyh": the first
     return (m.group("keep") if m else value) or None
+
+
+def as_written(seg: str, value: str | None, answers: list[str]) -> str | None:
+    r"""`value`, read from `seg` by a reader, or the answer it lies inside when `seg` writes
+    that answer again as it was: a prose reader sees 14 in `\frac{14}{3}`, 3 in `|x-3|`."""
+    for written in answers if value else ():
+        start = seg.rfind(written)
+        if start >= 0 and all(start <= seg.rfind(p) <= start + len(written) - len(p)
+                              for p in value.split(" or ")):
+            return written
+    return value
