@@ -464,3 +464,19 @@ def test_the_arithmetic_reader_reads_a_later_answer_line_and_what_it_rejects(gol
                                                                              expected):
     from rlvr.verifiers.numeric import NumericMatch
     assert NumericMatch().score(Task("t", answer=gold), completion).score == expected
+
+
+@pytest.mark.parametrize("completion", [
+    "<answer>204</answer>\nSmall slip above: the right total is 205.",
+    "<answer>204</answer>\nI think it should be 205 instead.",
+    "<answer>204</answer>\nUpdate: final answer 205.",
+    "<answer>204</answer>\nActually, 204 fails the second condition, so I have no answer.",
+    "<answer>204</answer>\nNever mind, ignore that answer.",
+    "<answer>204</answer>\nI retract this answer.",
+    "<answer>204 (incorrect)</answer>",
+    "<answer>204 — ruled out</answer>",
+])
+def test_words_that_undo_an_answer_without_the_usual_cues(completion):
+    from rlvr.verifiers.numeric import NumericMatch
+    assert score("204", completion)[0] == 0.0
+    assert NumericMatch().score(Task("t", answer="204"), completion).score == 0.0

@@ -38,7 +38,9 @@ _NEG_AFTER = re.compile(
     r"^[\s)\]]*\$*\s*(?:,\s*)?(?:(?:which|that)\s+)?"
     r"(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
     r"(?:wrong|incorrect|false|invalid|impossible|a\s+mistake|an\s+error|not\b|off\b)"
-    r"|(?:isn't|wasn't|is\s+not|can't\s+be|cannot\s+be|doesn't|does\s+not)\b)", re.I)
+    r"|(?:isn't|wasn't|is\s+not|can't\s+be|cannot\s+be|doesn't|does\s+not)\b"
+    r"|(?:fails|violates|breaks)\b|(?:is|was)\s+(?:ruled\s+out|rejected|excluded)\b"
+    r"|[(\[—–-]\s*(?:wrong|incorrect|false|invalid|rejected|ruled\s+out)\b)", re.I)
 _REPLY_NO = re.compile(r"^\s*(?:\*\*)?(?:no\b|nope\b|not\b|wrong\b|incorrect\b|that's\s+wrong)",
                        re.I)
 _REPLY_YES = re.compile(r"^\s*(?:\*\*)?(?:yes|yep|yeah|correct|right|indeed|exactly|confirmed)\b",
@@ -54,7 +56,10 @@ _STRONG = re.compile(
     r"check\s+out|satisfy|hold|fit)|contradict\w*|inconsisten\w*|impossible|"
     r"(?:something|that|this|it)(?:'s|\s+is)\s+off\b|"
     r"should\s+have\s+been|correction|scratch\s+that|on\s+second\s+thought|rethink\w*|"
-    r"reconsider\w*|doubt\w*|unsure|uncertain|not\s+confident|no,)"
+    r"reconsider\w*|doubt\w*|unsure|uncertain|not\s+confident|no,|slip\w*|blunder\w*|"
+    r"retract\w*|revis\w*|never\s*mind|ignore\s+(?:that|this|the|my)|disregard|fails?\b|"
+    r"should\s+(?:be|read)|instead\b|(?:right|correct|actual|true)\s+(?:answer|value|total|"
+    r"result|number|count|sum)\b)"
     r"|不对|错了|有误", re.I)
 _WEAK = re.compile(r"\b(?:wait|hmm+|hm+|actually|hold\s+on|等等|其实)\b", re.I)
 # "wait, let me check" is a re-check, not a retraction (matched at a position: no `^`, which
@@ -69,7 +74,8 @@ _POSITIVE = re.compile(r"\b(?:yes|yep|correct|right|confirm\w*|checks?\s+out|ver
                        r"fine|as\s+expected|stands)\b|✓|✔", re.I)
 # a later answer line ("**Answer:** 13", "#### 13", "the answer is 13"): what it states is the
 # answer stated last
-_MARKER = re.compile(r"(?:####|\banswer\s*\**\s*[:：]|\banswer\s+(?:is|would\s+be|should\s+be)\b)"
+_MARKER = re.compile(r"(?:####|\banswer\s*\**\s*[:：]|\banswer\s+(?:is|would\s+be|should\s+be)\b|"
+                     r"\bfinal\s+answer\b)"
                      r"(?!\s*\**\s*(?:not\b|never\b|in\w*correct|wrong|right|correct|valid|"
                      r"invalid|confirmed|verified|as\s+(?:above|stated|given)|the\s+same|unchanged|"
                      r"above|unknown|unclear))", re.I)
@@ -107,7 +113,8 @@ def denials(text: str):
 
 
 _ANY_CUE = re.compile(r"not|n't|never|longer|but|except|besides|save|than|instead|apart|exclud|"
-                      r"\?|wrong|incorrect|false|invalid|impossible|mistake|"
+                      r"\?|wrong|incorrect|false|invalid|impossible|mistake|fail|violat|break|"
+                      r"ruled|reject|"
                       r"error|off\b|isn|can|does", re.I)
 _MAY_NEGATE = re.compile(r"not|n't|never|longer|but|except|besides|save|than|instead|"
                          r"apart|excluding", re.I)      # a cheap test before the full one
