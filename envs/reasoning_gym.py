@@ -16,7 +16,9 @@ each with its own `score_answer`. Here each dataset is an environment:
   `ValueError` from the scorer (its parse of the answer failing); any other exception inside
   reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond float rounding,
   which is clamped), is a counted `error` naming the dataset -- never a silent 0. Several
-  different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an answer that
+  different `<answer>` blocks are a hedge: `ok`, 0, and so is a block the text after it corrects
+  or offers an alternative to; one it negates or retracts is `unparsed` (the math reader's rules
+  of the answer that stands). Partial credit goes only to an answer that
   is one plain number (numeric golds) or does not contain the gold: reasoning-gym's scorers pay
   overlap with the gold, hedges and padded golds included. Math delimiters around the whole
   answer (`$-14$`) and a closing full stop the gold lacks are removed before the scorer sees it,
@@ -195,7 +197,8 @@ def _undone(span: str, answer: str) -> Verdict | None:
 
 class ReasoningGymReward(BaseReward):
     """The dataset's own `score_answer` on the `<answer>` span, with typed statuses. Several
-    different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last)."""
+    different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last), and a
+    block the text around or after it undoes earns 0."""
     name = "reasoning_gym"
     version = "2"
 
