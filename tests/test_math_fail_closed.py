@@ -480,3 +480,22 @@ def test_words_that_undo_an_answer_without_the_usual_cues(completion):
     from rlvr.verifiers.numeric import NumericMatch
     assert score("204", completion)[0] == 0.0
     assert NumericMatch().score(Task("t", answer="204"), completion).score == 0.0
+
+
+@pytest.mark.parametrize("completion", [
+    "\\boxed{12}\n\nNote that x = 13 fails the original equation, so it is extraneous.",
+    "\\boxed{12}. We take the positive root instead of the negative one.",
+    "\\boxed{12}\n\n(The value 13 should be excluded.)",
+    "The answer is 12. Note: 11 is wrong because it is odd.",
+])
+def test_words_about_another_value_leave_the_answer_standing(completion):
+    assert score("12", completion)[0] == 1.0
+
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    ("no", "<answer>no</answer>\n**Answer:** yes", 0.0),
+    ("no", "<answer>no</answer>\nActually no: recomputing gives yes, so the answer is yes.", 0.0),
+    ("yes", "<answer>no</answer>\nActually no: recomputing gives yes, so the answer is yes.", 1.0),
+])
+def test_a_new_value_that_is_a_word_of_assent_is_no_confirmation(gold, completion, expected):
+    assert score(gold, completion, "Answer yes or no.")[0] == expected

@@ -549,7 +549,7 @@ def _values(chosen: list[str], mc: bool, text_gold: bool, source: str) -> list[s
     parts: list[str] = []
     for content in chosen:
         inner = find_final(content, mc, text_gold)
-        parts += list(inner.parts) if inner else []
+        parts += list(inner.parts) if inner else [content.strip()]   # unread: not dropped
     return list({_key(p): p for p in reversed(parts)}.values())[::-1]
 
 

@@ -39,7 +39,8 @@ _NEG_AFTER = re.compile(
     r"(?:(?:is|was|would\s+be|seems|looks|appears)\s+(?:to\s+be\s+)?"
     r"(?:wrong|incorrect|false|invalid|impossible|a\s+mistake|an\s+error|not\b|off\b)"
     r"|(?:isn't|wasn't|is\s+not|can't\s+be|cannot\s+be|doesn't|does\s+not)\b"
-    r"|(?:fails|violates|breaks)\b|(?:is|was)\s+(?:ruled\s+out|rejected|excluded)\b"
+    r"|(?:fails|violates|breaks)\b|(?:is|was|should\s+be|must\s+be)\s+(?:ruled\s+out|rejected|"
+    r"excluded|discarded|dropped|extraneous)\b"
     r"|[(\[—–-]\s*(?:wrong|incorrect|false|invalid|rejected|ruled\s+out)\b)", re.I)
 _REPLY_NO = re.compile(r"^\s*(?:\*\*)?(?:no\b|nope\b|not\b|wrong\b|incorrect\b|that's\s+wrong)",
                        re.I)
@@ -58,7 +59,7 @@ _STRONG = re.compile(
     r"should\s+have\s+been|correction|scratch\s+that|on\s+second\s+thought|rethink\w*|"
     r"reconsider\w*|doubt\w*|unsure|uncertain|not\s+confident|no,|slip\w*|blunder\w*|"
     r"retract\w*|revis\w*|never\s*mind|ignore\s+(?:that|this|the|my)|disregard|fails?\b|"
-    r"should\s+(?:be|read)|instead\b|(?:right|correct|actual|true)\s+(?:answer|value|total|"
+    r"should\s+(?:be|read)\b(?!\s+(?:excluded|rejected|discarded|dropped))|(?:right|correct|actual|true)\s+(?:answer|value|total|"
     r"result|number|count|sum)\b)"
     r"|不对|错了|有误", re.I)
 _WEAK = re.compile(r"\b(?:wait|hmm+|hm+|actually|hold\s+on|等等|其实)\b", re.I)
@@ -146,24 +147,49 @@ def after(tail: str, read_value, same) -> After:
     cue = _first_cue(tail[skip:])
     if cue is None:
         return After("keep")
-    seg = tail[skip + cue:]
-    strong = any(not _denied(seg, m.start()) for m in _STRONG.finditer(seg))
-    verdict = _verdict(seg)
-    value = read_value(seg)
+    seg = tail[skip + _sentence_start(tail[skip:], cue):]    # the cue's whole sentence
+    other = _rejects_other(read_value, same)
+    strong = any(not _denied(seg, m.start()) and not other(seg, m.start())
+                 for m in _STRONG.finditer(seg))
+    verdict = _verdict(seg, other)
+    value = read = read_value(seg)
     if value and _value_denied(seg, value):
         value = None                              # "Hmm, no -- 12 is wrong": no new value
     if value and not same(value):
-        if not strong and verdict == "positive":
+        if not strong and _verdict(_masked(seg, value), other) == "positive":
             return After("keep")                  # "Hmm, is that right? 12/4 = 3. Yes."
         if ALT_WORD.search(seg):
             return After("hedge", value)          # "Wait, maybe it's 13"
         return After("replace", value)
     if value or verdict == "positive":
         return After("keep")                      # re-checked and confirmed
-    if not strong and verdict != "negative" and _only_rechecks(seg):
-        return After("keep")                      # "Wait, let me verify that." and no more
+    if not strong and verdict != "negative" and (
+            _only_rechecks(seg, read) or not _WEAK.search(seg) and not _MARKER.match(seg)):
+        return After("keep")                      # "Wait, let me verify that."; "13 fails."
     return After("retract", reason="the answer is taken back or doubted after it is given "
                                    "(no new value)")
+
+
+def _masked(seg: str, value: str) -> str:
+    """`seg` with `value` blanked wherever written: a value that is a word ("yes", "Indeed")
+    makes no evaluation of the answer."""
+    return re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", lambda m: " " * len(m.group(0)), seg)
+
+
+def _rejects_other(read_value, same):
+    """A test of (text, pos): does the sentence around the word at `pos` deny a value other
+    than the answer ("x = 13 fails the equation")? Its words are then about that value."""
+    def test(text: str, pos: int) -> bool:
+        start = _sentence_start(text, pos)
+        sentence = text[start:_sentence_end(text, pos)]
+        value = read_value(sentence)
+        return bool(value) and not same(value) and _value_denied(sentence, value)
+    return test
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    ends = [m.end() for m in HARD_END.finditer(text, max(0, pos - 400), pos)]
+    return ends[-1] if ends else max(0, pos - 400)
 
 
 def _value_denied(seg: str, value: str) -> bool:
@@ -172,11 +198,16 @@ def _value_denied(seg: str, value: str) -> bool:
     return at >= 0 and negated(seg, at, at + len(value))
 
 
-def _only_rechecks(seg: str) -> bool:
-    """Does every pausing word of `seg` open a re-check, and no later answer line end empty?"""
+def _only_rechecks(seg: str, read: str | None) -> bool:
+    """Does every pausing word of `seg` open a re-check, or is `seg` an answer line that
+    writes nothing after its marker ("Final answer:" and the line ends)? One that writes what
+    the reader cannot read is no confirmation."""
     weak = list(_WEAK.finditer(seg))
-    return bool(weak) and all(_RECHECK.match(seg, m.end()) for m in weak) \
-        or (not weak and bool(_MARKER.match(seg)))
+    if weak:
+        return all(_RECHECK.match(seg, m.end()) for m in weak)
+    marker = _MARKER.match(seg)
+    return bool(marker) and not read and not re.match(r"[\s*:：.$]*\S", seg[marker.end():]
+                                                         .split("\n", 1)[0] or " ")
 
 
 # the answer's own sentence going on with its reasons: what it evaluates is something else
@@ -202,14 +233,17 @@ def _denied(text: str, pos: int) -> bool:
     return bool(_NEGATED_WORD.search(text[max(0, pos - 30):pos]))
 
 
-def _verdict(text: str) -> str:
-    """The last evaluation `text` makes: 'positive', 'negative' or '' (questions make none)."""
+def _verdict(text: str, other=None) -> str:
+    """The last evaluation `text` makes: 'positive', 'negative' or '' (questions make none);
+    `other(sentence, pos)` tells a negative word about another value, which is none."""
     last, pos = "", 0
     for end in [m for m in HARD_END.finditer(text)] + [None]:
         stop = end.start() if end else len(text)
         sentence = text[pos:stop]
         if not (end and end.group(0) == "?") and sentence.strip():
-            neg = any(not _denied(sentence, m.start()) for m in _STRONG.finditer(sentence))
+            neg = any(not _denied(sentence, m.start())
+                      and not (other and other(sentence, m.start()))
+                      for m in _STRONG.finditer(sentence))
             pos_ = any(not _denied(sentence, m.start()) for m in _POSITIVE.finditer(sentence))
             if neg:
                 last = "negative"
@@ -236,6 +270,9 @@ def rejection_removed(value: str) -> str:
     return m.group("keep") if m and re.search(r"\d|\\", m.group("keep")) else value
 
 
+_LINE_END = re.compile(r"\n|\.(?=\s|$)")
+
+
 def stated_value(seg: str) -> str | None:
     """The value the last answer line of `seg` states ("the answer is 13, not 12." -> "13"),
     for readers with no notation of their own; None when `seg` has no such line."""
@@ -244,7 +281,7 @@ def stated_value(seg: str) -> str | None:
         pass
     if last is None:
         return None
-    stop = HARD_END.search(seg, last.end())
+    stop = _LINE_END.search(seg, last.end())     # free text: "?" and "!" may be in the value
     value = seg[last.end():stop.start() if stop else len(seg)].strip(" \t*:：$")
     m = _REJECTION.match(value)                  # "noremopyhx, not noremopyh": the first
     return (m.group("keep") if m else value) or None
