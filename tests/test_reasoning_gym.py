@@ -109,7 +109,8 @@ def test_the_gold_in_math_delimiters_is_the_gold():
 @pytest.mark.parametrize("tail", [
     "Oops, I slipped a digit: it should be {w}.", "The final answer is {w}, not {g}.",
     "\nAnswer: {w}", "Hmm, {g} doesn't add up. I'm lost.",
-    "Actually that is not right; I cannot tell what it is.", "Wait, maybe {w}."])
+    "Actually that is not right; I cannot tell what it is.", "Wait, maybe {w}.",
+    "Indeed, the answer is {w}.", "\n#### {w}?"])
 @pytest.mark.parametrize("dataset", ["chain_sum", "spell_backward"])
 def test_what_follows_the_answer_block_can_undo_it(dataset, tail):
     """A correction, a retraction, a later answer line or an alternative after the block: the

@@ -156,7 +156,8 @@ def after(tail: str, read_value, same) -> After:
     if value and _value_denied(seg, value):
         value = None                              # "Hmm, no -- 12 is wrong": no new value
     if value and not same(value):
-        if not strong and _verdict(_masked(seg, value), other) == "positive":
+        if not strong and not _MARKER.search(seg) \
+                and _verdict(_masked(seg, value), other) == "positive":
             return After("keep")                  # "Hmm, is that right? 12/4 = 3. Yes."
         if ALT_WORD.search(seg):
             return After("hedge", value)          # "Wait, maybe it's 13"
