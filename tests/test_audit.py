@@ -326,7 +326,7 @@ def test_an_attempt_that_hangs_the_reward_escapes_through_the_pool(own_strategie
 
 @pytest.mark.parametrize("gold", ["35", "-14282", "0.50", "1,234", "\\frac{5}{6}", "2, 3",
                                   "(2, \\infty)", "olleh", "True", "B", "a b c", "x",
-                                  "-0.0013674811612376526"])
+                                  "-0.0013674811612376526", "B → B → B → B"])
 def test_wrong_values_differ_from_the_gold(gold):
     wrongs = [perturb(gold, k) for k in range(4)]
     assert gold not in wrongs and len(set(wrongs)) == 4

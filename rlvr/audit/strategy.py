@@ -120,8 +120,8 @@ def perturb(gold: str, k: int = 0) -> str:
     if len(set(words)) > 1 and k == 0 and words[::-1] != words:
         return " ".join(words[::-1])
     if len(words) > 1:
-        i = (k - 1) % len(words)
-        return " ".join(words[:i] + [words[i] + "x" * (1 + (k - 1) // len(words))] + words[i + 1:])
+        i = k % len(words)          # k = 0 too: a palindrome of words has no reversal
+        return " ".join(words[:i] + [words[i] + "x" * (1 + k // len(words))] + words[i + 1:])
     return s + "x" * (k + 1)
 
 
