@@ -53,7 +53,8 @@ def main() -> int:
 
 def _builtins(pool) -> str:
     """The summary and a table per environment tests/test_audit.py audits."""
-    from test_audit import BUILTIN_ARGS, EXPECTED_FINDINGS, N_TASKS, NOT_AUDITED, audited
+    from test_audit import (BUILTIN_ARGS, EXPECTED_FINDINGS, N_TASKS, NOT_AUDITED, TASKS_FOR,
+                            audited)
 
     from rlvr.audit import AuditConfig, run_audit
     summary = ["| environment | kind | strategies run | open holes | accepted |",
@@ -62,7 +63,7 @@ def _builtins(pool) -> str:
     for env in sorted(EXPECTED_FINDINGS):
         start = time.perf_counter()
         report = run_audit(AuditConfig(audited(env), env_args=BUILTIN_ARGS.get(env, {}),
-                                       n=N_TASKS), pool=pool)
+                                       n=TASKS_FOR.get(env, N_TASKS)), pool=pool)
         ran = sum(r.result != "skipped" for r in report.results)
         accepted = [f for f in report.findings if f in EXPECTED_FINDINGS[env]]
         open_ = [f for f in report.findings if f not in accepted]

@@ -16,7 +16,9 @@ each with its own `score_answer`. Here each dataset is an environment:
   `ValueError` from the scorer (its parse of the answer failing); any other exception inside
   reasoning-gym's scorer, or a score that is not a number in [0, 1] (beyond float rounding,
   which is clamped), is a counted `error` naming the dataset -- never a silent 0. Several
-  different `<answer>` blocks are a hedge: `ok`, 0. Partial credit goes only to an answer that
+  different `<answer>` blocks are a hedge: `ok`, 0, and so is a block the text after it corrects
+  or offers an alternative to; one it negates or retracts is `unparsed` (the math reader's rules
+  of the answer that stands). Partial credit goes only to an answer that
   is one plain number (numeric golds) or does not contain the gold: reasoning-gym's scorers pay
   overlap with the gold, hedges and padded golds included. Math delimiters around the whole
   answer (`$-14$`) and a closing full stop the gold lacks are removed before the scorer sees it,
@@ -42,8 +44,9 @@ from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict
 from rlvr.envs.registry import register_env
 from rlvr.splits import hash_split
 from rlvr.usage import require_extra
+from rlvr.verifiers.math.standing import after, negated, stated_value
 from rlvr.verifiers.numeric import numbers_in, parse_number
-from rlvr.verifiers.parser import ThinkParser, answer_tag
+from rlvr.verifiers.parser import ThinkParser, answer_tag, tag_blocks
 
 from .base import Environment, r1_base_prompt, r1_chat_prompt
 from .countdown_search import countdown_teacher
@@ -166,9 +169,36 @@ def _no_partial_credit(answer: str, gold) -> str:
     return ""
 
 
+def _undone(span: str, answer: str) -> Verdict | None:
+    """A verdict of 0 when what the text says around or after the last `<answer>` block undoes
+    it (a negation, a retraction, a correction or an alternative after it: the answer the
+    completion ends on is not the tagged one); None when the tagged answer stands."""
+    start, end, _ = tag_blocks(span)[-1]
+    if negated(span, start, end):
+        return Verdict(0.0, UNPARSED, extracted=answer,
+                       reason="the answer is negated or questioned")
+
+    def same(value: str) -> bool:
+        value = _unwrapped(value.strip(), answer)
+        number = parse_number(value)
+        return value.casefold() == answer.casefold() or (
+            number is not None and number == parse_number(answer))
+
+    change = after(span[end:], stated_value, same)
+    if change.action == "retract":
+        return Verdict(0.0, UNPARSED, extracted=answer, reason=change.reason)
+    if change.action in ("replace", "hedge"):
+        return Verdict(0.0, OK, extracted=f"{answer} | {change.value}"[:200],
+                       reason=f"after the <answer> block the text "
+                              f"{'corrects it to' if change.action == 'replace' else 'offers'} "
+                              f"{change.value[:60]!r}: the tagged answer does not stand")
+    return None
+
+
 class ReasoningGymReward(BaseReward):
     """The dataset's own `score_answer` on the `<answer>` span, with typed statuses. Several
-    different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last)."""
+    different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last), and a
+    block the text around or after it undoes earns 0."""
     name = "reasoning_gym"
     version = "2"
 
@@ -185,6 +215,9 @@ class ReasoningGymReward(BaseReward):
             return Verdict(0.0, OK, extracted=" | ".join(blocks)[:200],
                            reason=f"{len(blocks)} different <answer> blocks: a hedge")
         answer = _unwrapped(blocks[0], str(task.answer))
+        undone = _undone(span, answer)
+        if undone is not None:
+            return undone
         md = task.metadata
         entry = {"question": md["question"], "answer": task.answer, "metadata": md["rg_metadata"]}
         ds = None

@@ -83,6 +83,10 @@ BUILTIN_ARGS = {
                                           / "math_symbolic.jsonl")},
 }
 N_TASKS = 2
+TASKS_FOR = {"ifeval-style": 6}
+"""Environments audited on more tasks: the first two procedural ifeval-style tasks both ask for
+English in lowercase, which refuses filler text (as IFEval's checker does), so the
+constraint-only findings show only on the later tasks that carry no language rule."""
 AUDITED_AS = {"math (symbolic golds)": "math500"}
 """Keys that audit an environment of another name."""
 NOT_AUDITED = {"reward-model": "needs a trained reward model (path=...); a learned reward has "
@@ -321,7 +325,8 @@ def test_an_attempt_that_hangs_the_reward_escapes_through_the_pool(own_strategie
 
 
 @pytest.mark.parametrize("gold", ["35", "-14282", "0.50", "1,234", "\\frac{5}{6}", "2, 3",
-                                  "(2, \\infty)", "olleh", "True", "B", "a b c", "x"])
+                                  "(2, \\infty)", "olleh", "True", "B", "a b c", "x",
+                                  "-0.0013674811612376526", "B → B → B → B"])
 def test_wrong_values_differ_from_the_gold(gold):
     wrongs = [perturb(gold, k) for k in range(4)]
     assert gold not in wrongs and len(set(wrongs)) == 4
@@ -395,7 +400,8 @@ def test_builtin_environment_audit(env, pool):
             if os.environ.get("RLVR_REQUIRE_DOCKER"):
                 raise
             pytest.skip(f"Docker engine unavailable: {exc}")
-    report = run_audit(AuditConfig(audited(env), env_args=args, n=N_TASKS), pool=pool)
+    report = run_audit(AuditConfig(audited(env), env_args=args, n=TASKS_FOR.get(env, N_TASKS)),
+                       pool=pool)
     ran = [r for r in report.results if r.result != "skipped"]
     assert any(r.legit for r in ran) and any(not r.legit for r in ran), report.render()
     assert all(r.attempts > 0 for r in ran if r.result != "BROKEN")

@@ -397,3 +397,105 @@ def test_a_gold_solution_is_read_as_stated():
                      r"So the answer is $\boxed{5}$; note that 5 is not even.",
                      r"$\boxed{5}$ is the answer. Is 4 possible? No."]:
         assert parse_gold(solution).text == "5", solution
+
+
+# ------------------------------------------------------------- the answer that stands, more shapes
+
+@pytest.mark.parametrize("completion", [
+    "<answer>204</answer>\nHmm, no -- 204 is wrong. I would need to start over.",
+    "<answer>204</answer>\nNope: 204 isn't it. Back to the drawing board.",
+    "\\boxed{204}\n\nUgh, 204 is incorrect; I have to redo the whole thing.",
+    "The answer is 204.\n\nOn second thought 204 can't be right, and I don't know the fix.",
+])
+def test_a_retraction_that_names_the_answer_it_denies_leaves_no_answer(completion):
+    assert score("204", completion)[0] == 0.0
+
+
+@pytest.mark.parametrize("completion", [
+    "<answer>anything but 204</answer>", "<answer>something other than 204</answer>",
+    r"\boxed{\text{any value except } 204}", "The answer is anything but 204.",
+    "<answer>(not 204)</answer>", "I'd pick 205 rather than 204.",
+])
+def test_a_value_named_only_to_exclude_it_is_not_an_answer(completion):
+    assert score("204", completion)[0] == 0.0
+
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    (r"\frac{14}{3}", "<answer>\\frac{14}{3}</answer>\nRecomputing gives \\frac{14}{3} again.",
+     1.0),
+    ("|x-3|", "<answer>|x-3|</answer>\nHmm, redoing it I get |x-3| once more.", 1.0),
+    ("|a|", "<answer>|a|</answer>\nWait, let me double-check that.", 1.0),
+    (r"\frac{14}{3}", "<answer>\\frac{14}{3}</answer>\nWait, let me re-check: it's 5.", 0.0),
+    ("5", "<answer>\\frac{14}{3}</answer>\nWait, let me re-check: it's 5.", 1.0),
+    ("204", "<answer>204</answer>\nWait, let me verify. 204 is wrong.", 0.0),
+])
+def test_a_re_check_keeps_the_answer_it_writes_again_and_only_that(gold, completion, expected):
+    assert score(gold, completion)[0] == expected
+
+
+@pytest.mark.parametrize("completion,expected", [
+    ("<answer>(3 * 9 + 30)</answer>", 1.0),
+    ("<answer>not (3 * 9 + 30)</answer>", 0.0),
+    ("<answer>(3 * 9 + 30) is wrong</answer>", 0.0),
+    ("<answer>anything but (3 * 9 + 30)</answer>", 0.0),
+    ("<answer>(3 * 9 + 30)</answer>\nCorrection: the answer is (3 * 9 + 31), not (3 * 9 + 30).",
+     0.0),
+    ("<answer>(3 * 9 + 30)</answer>\nHmm, no: (3 * 9 + 30) is wrong. I give up.", 0.0),
+    ("<answer>((9 * 3) + 30)</answer>\nLet me recompute: ((9 * 3) + 30) again, so it holds.", 1.0),
+])
+def test_countdown_reads_a_bracketed_expression_that_stands(completion, expected):
+    from rlvr.verifiers.math.countdown import CountdownReward
+    task = Task("c", answer="57", metadata={"numbers": [3, 9, 30, 42]})
+    assert CountdownReward().score(task, "<think>t</think> " + completion).score == expected
+
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    ("35", "<answer>35</answer>\nCorrection: the answer is 36, not 35.", 0.0),
+    ("36", "<answer>35</answer>\nCorrection: the answer is 36, not 35.", 1.0),
+    ("35", "<answer>35</answer>\n**Answer:** 36", 0.0),
+    ("35", "<answer>35</answer>\n#### 36", 0.0),
+    ("35", "\\boxed{35}\n\nFinal answer: 36", 0.0),
+    ("35", "<answer>35</answer>\nThe answer is correct.", 1.0),
+    ("35", "<answer>35</answer>\n#### 35", 1.0),
+    ("35", "<answer>35</answer>\nNo, 35 is wrong. I'll start over.", 0.0),
+    ("35", "<answer>35</answer>\nWait, let me re-check that.", 1.0),
+])
+def test_the_arithmetic_reader_reads_a_later_answer_line_and_what_it_rejects(gold, completion,
+                                                                             expected):
+    from rlvr.verifiers.numeric import NumericMatch
+    assert NumericMatch().score(Task("t", answer=gold), completion).score == expected
+
+
+@pytest.mark.parametrize("completion", [
+    "<answer>204</answer>\nSmall slip above: the right total is 205.",
+    "<answer>204</answer>\nI think it should be 205 instead.",
+    "<answer>204</answer>\nUpdate: final answer 205.",
+    "<answer>204</answer>\nActually, 204 fails the second condition, so I have no answer.",
+    "<answer>204</answer>\nNever mind, ignore that answer.",
+    "<answer>204</answer>\nI retract this answer.",
+    "<answer>204 (incorrect)</answer>",
+    "<answer>204 — ruled out</answer>",
+])
+def test_words_that_undo_an_answer_without_the_usual_cues(completion):
+    from rlvr.verifiers.numeric import NumericMatch
+    assert score("204", completion)[0] == 0.0
+    assert NumericMatch().score(Task("t", answer="204"), completion).score == 0.0
+
+
+@pytest.mark.parametrize("completion", [
+    "\\boxed{12}\n\nNote that x = 13 fails the original equation, so it is extraneous.",
+    "\\boxed{12}. We take the positive root instead of the negative one.",
+    "\\boxed{12}\n\n(The value 13 should be excluded.)",
+    "The answer is 12. Note: 11 is wrong because it is odd.",
+])
+def test_words_about_another_value_leave_the_answer_standing(completion):
+    assert score("12", completion)[0] == 1.0
+
+
+@pytest.mark.parametrize("gold,completion,expected", [
+    ("no", "<answer>no</answer>\n**Answer:** yes", 0.0),
+    ("no", "<answer>no</answer>\nActually no: recomputing gives yes, so the answer is yes.", 0.0),
+    ("yes", "<answer>no</answer>\nActually no: recomputing gives yes, so the answer is yes.", 1.0),
+])
+def test_a_new_value_that_is_a_word_of_assent_is_no_confirmation(gold, completion, expected):
+    assert score(gold, completion, "Answer yes or no.")[0] == expected

@@ -106,6 +106,33 @@ def test_the_gold_in_math_delimiters_is_the_gold():
         assert env.reward.score(task, f"<answer>{answer}</answer>").score == 1.0, answer
 
 
+@pytest.mark.parametrize("tail", [
+    "Oops, I slipped a digit: it should be {w}.", "The final answer is {w}, not {g}.",
+    "\nAnswer: {w}", "Hmm, {g} doesn't add up. I'm lost.",
+    "Actually that is not right; I cannot tell what it is.", "Wait, maybe {w}.",
+    "Indeed, the answer is {w}.", "\n#### {w}?"])
+@pytest.mark.parametrize("dataset", ["chain_sum", "spell_backward"])
+def test_what_follows_the_answer_block_can_undo_it(dataset, tail):
+    """A correction, a retraction, a later answer line or an alternative after the block: the
+    tagged answer is not the one the completion ends on."""
+    env = rlvr.load_env(f"reasoning-gym/{dataset}", size=500)
+    task = env.sample(1, "train")[0]
+    g = str(task.answer)
+    w = str(int(g) + 1) if g.lstrip("-").isdigit() else g + "q"
+    text = f"<think>.</think> <answer>{g}</answer> " + tail.format(g=g, w=w)
+    assert env.reward.score(task, text).score == 0.0, text
+
+
+@pytest.mark.parametrize("tail", ["Let me double-check: {g} is right.",
+                                  "Wait, let me verify that. Recounting gives {g} again.",
+                                  "Checking: it holds.", "The answer is {g}."])
+def test_a_re_check_that_confirms_the_answer_block_keeps_it(tail):
+    env = rlvr.load_env("reasoning-gym/spell_backward", size=500)
+    task = env.sample(1, "train")[0]
+    text = f"<think>.</think> <answer>{task.answer}</answer> " + tail.format(g=task.answer)
+    assert env.reward.score(task, text).score == 1.0, text
+
+
 def test_a_score_off_by_float_rounding_is_clamped_a_real_one_is_an_error(monkeypatch):
     env, task = _chain_sum_task()
     from rlvr.envs import reasoning_gym as mod

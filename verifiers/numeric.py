@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from rlvr.core import GOLD_UNPARSEABLE, UNPARSED, BaseReward, Verdict
 
-from .math.standing import after, negated
+from .math.standing import after, denials, negated
 from .parser import ThinkParser, all_boxed, answer_tag, boxes, tag_blocks
 
 __all__ = ["NumericMatch", "final_answer", "numbers_in", "parse_number"]
@@ -144,8 +144,12 @@ def _standing(span: str, text: str, source: str) -> str | None:
         return None
 
     def last_number(seg: str) -> str | None:
-        found = _NUMBER.findall(seg[-3000:])
-        return found[-1].strip() if found else None
+        """The last number `seg` writes that it does not deny ("36, not 35" states 36)."""
+        seg = seg[-3000:]
+        denied = denials(seg)
+        found = [m.group(0).strip() for m in _NUMBER.finditer(seg)
+                 if not denied(m.end() - len(m.group(0).lstrip()), m.end())]
+        return found[-1] if found else None
 
     current = {parse_number(p) for p in text.split(" | ")}
     change = after(span[where[1]:], last_number, lambda v: {parse_number(v)} == current)

@@ -22,6 +22,7 @@ import random
 import re
 import threading
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Callable, Iterable, Mapping
 
 from rlvr.core import Completion, Task
@@ -102,8 +103,10 @@ def perturb(gold: str, k: int = 0) -> str:
     plain = s.replace(",", "")
     if _NUMBER.match(plain):
         places = len(plain.partition(".")[2])
-        step = (k + 1) / 10 ** places
-        return f"{float(plain) + step:.{places}f}" if places else str(int(plain) + k + 1)
+        # exact decimal arithmetic: a float loses the last place of a long decimal, and the
+        # "wrong" value came back equal to the gold
+        step = Decimal(k + 1).scaleb(-places)
+        return f"{Decimal(plain) + step:.{places}f}" if places else str(int(plain) + k + 1)
     digits = [i for i, c in enumerate(s) if c.isdigit()]
     if digits:
         i = digits[-1 - k % len(digits)]
@@ -117,8 +120,8 @@ def perturb(gold: str, k: int = 0) -> str:
     if len(set(words)) > 1 and k == 0 and words[::-1] != words:
         return " ".join(words[::-1])
     if len(words) > 1:
-        i = (k - 1) % len(words)
-        return " ".join(words[:i] + [words[i] + "x" * (1 + (k - 1) // len(words))] + words[i + 1:])
+        i = k % len(words)          # k = 0 too: a palindrome of words has no reversal
+        return " ".join(words[:i] + [words[i] + "x" * (1 + k // len(words))] + words[i + 1:])
     return s + "x" * (k + 1)
 
 

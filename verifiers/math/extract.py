@@ -28,7 +28,7 @@ from .normalize import (MAX_ANSWER_CHARS, Answer, is_label, key, normalize, spli
                         too_big)
 from .notation import unicode_math
 from .prose_values import FUNC_WORD as _FUNC_WORD, value_spans as _value_spans
-from .standing import after, denials, rejection_removed
+from .standing import after, as_written, denials, rejection_removed
 
 __all__ = ["Found", "find_final", "gold_boxes", "MAX_SCAN_CHARS"]
 
@@ -532,7 +532,8 @@ def _standing(cands: list, text: str, mc: bool, text_gold: bool, source: str,
     if not values:
         return Found((), source, "empty answer")
     tail = text[_value_end(text, kept[-1], "statement" if later else source):]
-    change = after(tail, lambda seg: _read_value(seg, mc), lambda v: _same(values, v, mc))
+    change = after(tail, lambda seg: as_written(seg, _read_value(seg, mc), values),
+                   lambda v: _same(values, v, mc))
     if change.action == "retract" and len(values) == 1:
         return Found((), source, change.reason)
     if change.action == "replace":
@@ -548,7 +549,7 @@ def _values(chosen: list[str], mc: bool, text_gold: bool, source: str) -> list[s
     parts: list[str] = []
     for content in chosen:
         inner = find_final(content, mc, text_gold)
-        parts += list(inner.parts) if inner else []
+        parts += list(inner.parts) if inner else [content.strip()]   # unread: not dropped
     return list({_key(p): p for p in reversed(parts)}.values())[::-1]
 
 
