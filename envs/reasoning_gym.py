@@ -200,7 +200,7 @@ class ReasoningGymReward(BaseReward):
     different `<answer>` blocks are a hedge (0, whatever the scorer would say of the last), and a
     block the text around or after it undoes earns 0."""
     name = "reasoning_gym"
-    version = "2"
+    version = "3"
 
     def __init__(self, parser: ThinkParser | None = None):
         self.parser = parser or ThinkParser()

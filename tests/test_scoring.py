@@ -52,7 +52,7 @@ def test_cli_scores_every_row_with_versions(tmp_path, capsys):
     assert [r["score"] for r in got] == [1.0, 0.0, 0.0, 1.0] * 10
     assert [r["status"] for r in got][:4] == ["ok", "ok", "unparsed", "ok"]
     assert got[0]["versions"] == {"rlvr": "0.1.0", "env": "arithmetic@1",
-                                  "verifier": "numeric_match@2+think_format@1"}
+                                  "verifier": "numeric_match@3+think_format@1"}
     for key in ("extracted", "reason", "latency_s", "components"):
         assert key in got[0]
     printed = capsys.readouterr().out

@@ -82,7 +82,7 @@ class NumericMatch(BaseReward):
     >>> NumericMatch().score(Task("t", answer="42"), "<answer>41</answer> <answer>42</answer>").score
     0.0
     """
-    name, version = "numeric_match", "2"
+    name, version = "numeric_match", "3"
 
     def __init__(self, parser: ThinkParser | None = None):
         self.parser = parser or ThinkParser()

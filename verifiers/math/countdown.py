@@ -143,7 +143,7 @@ class CountdownReward(BaseReward):
     >>> CountdownReward().score(t, "<answer>4 * 6 * 1 * 1</answer>").reason
     'uses 1 more often than given'
     """
-    name, version = "countdown", "2"
+    name, version = "countdown", "3"
 
     def __init__(self, parser: ThinkParser | None = None, use_all: bool = False):
         self.parser = parser or ThinkParser()
