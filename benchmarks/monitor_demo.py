@@ -43,22 +43,24 @@ def register_loose_env() -> None:
     from rlvr.envs.arithmetic import arithmetic
     from rlvr.envs.registry import register_env
     from rlvr.monitor import register_second_opinion
-    from rlvr.verifiers.numeric import NumericMatch, numbers_in, parse_number
+    from rlvr.verifiers.numeric import NumericMatch, final_answer, numbers_in, parse_number
 
     class AnyNumberInAnswer(BaseReward):
-        """1.0 when the gold number is any of the numbers in the answer span (deliberately
-        loose: a list of guesses is paid like an answer)."""
-        name, version = "any_number", "1"
+        """1.0 when the gold number is any of the numbers in the stated final answer (a tag, box,
+        "the answer is" or a short span; deliberately loose: a list of guesses is paid like an
+        answer, so hedging is the one hole and the strict reader differs from it only there)."""
+        name, version = "any_number", "2"
 
         def __init__(self, parser):
             self.parser = parser
 
         def _score(self, task, completion):
             answer = self.parser.parse(completion.text).answer
-            if not answer:
-                return Verdict(0.0, UNPARSED, reason="no answer span")
-            found = parse_number(str(task.answer)) in numbers_in(answer)
-            return Verdict(float(found), extracted=answer[:80])
+            text, _ = final_answer(answer) if answer else (None, "none")
+            if not text:
+                return Verdict(0.0, UNPARSED, reason="no final answer")
+            found = parse_number(str(task.answer)) in numbers_in(text)
+            return Verdict(float(found), extracted=text[:80])
 
     @register_env(ENV, replace=True)
     def arithmetic_loose(**kwargs):
@@ -82,7 +84,7 @@ def arm_config(arm: str, args, model: str) -> dict:
                 output_dir=str(Path(args.out) / arm), steps=2 if tiny else args.steps,
                 prompts_per_step=2 if tiny else 4, group_size=3 if tiny else 8,
                 max_completion_length=16 if tiny else 96, lr=1e-2 if tiny else args.lr,
-                temperature=1.0, micro_batch_size=8, checkpoint_every=0, eval_every=0,
+                temperature=args.temperature, micro_batch_size=8, checkpoint_every=0, eval_every=0,
                 progress=False, tensorboard=False, reward_deadline_s=0, seed=args.seed,
                 monitor_action=arm, monitor_every=1 if tiny else 2,
                 monitor_threshold=THRESHOLD, monitor_detectors=("hedge", "correction"))
@@ -142,15 +144,20 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="runs/monitor_demo")
     p.add_argument("--model", default="smollm2")
-    p.add_argument("--steps", type=int, default=40)
-    p.add_argument("--lr", type=float, default=2e-6)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--arms", default=",".join(ARMS),
+                   help="which arms to run (comma-separated; e.g. 'log' alone)")
+    p.add_argument("--cores", default="0,1", help="the core each arm is pinned to, in order")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hedge-sft", type=float, default=0.0,
                    help="first fine-tune on traces of which this fraction hedge (0 = no)")
     p.add_argument("--tiny", action="store_true", help="smoke run on a tiny random model")
     p.add_argument("--no-pin", action="store_true", help="do not pin each arm to a core")
     p.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)     # a child process
-    p.add_argument("--start", help=argparse.SUPPRESS)
+    p.add_argument("--start", help="start from this model (e.g. an earlier --hedge-sft run's "
+                                   "sft/ folder) instead of --model, skipping the fine-tune")
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.arm:
@@ -161,10 +168,16 @@ def main(argv=None) -> int:
     if args.tiny and model == "smollm2":
         from rlvr.trainer.models.tiny import build_tiny_model
         model = str(build_tiny_model(out / "tiny_model"))
-    if args.hedge_sft:
+    if args.start:
+        model = args.start
+    elif args.hedge_sft:
         model = hedge_sft(args, model)
+    arms = [a for a in args.arms.split(",") if a]
+    if unknown := set(arms) - set(ARMS):
+        p.error(f"unknown arm(s) {sorted(unknown)}; choose from {', '.join(ARMS)}")
+    cores = args.cores.split(",")
     children = []
-    for core, arm in enumerate(ARMS):
+    for core, arm in zip(cores, arms):
         cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]),
                "--arm", arm, "--start", model]
         if not args.no_pin and shutil.which("taskset") and (os.cpu_count() or 1) >= len(ARMS):
@@ -175,7 +188,9 @@ def main(argv=None) -> int:
         print("an arm failed (see its output above)", file=sys.stderr)
         return 1
     from rlvr.trainer.run.plots import compare_runs
-    compare_runs([out / arm for arm in ARMS], out / "compare")
+    done = [out / arm for arm in ARMS if (out / arm / "metrics.jsonl").exists()]
+    if len(done) > 1:
+        compare_runs(done, out / "compare")
     table = summarize(out)
     (out / "summary.md").write_text(table + "\n")
     print(table)
