@@ -140,6 +140,33 @@ def summarize(out: Path) -> str:
     return "\n".join(lines)
 
 
+def plot_demo(folders: dict, path: Path) -> None:
+    """One figure for docs/monitoring.md: per step, the loose reward beside the strict accuracy,
+    the hedge rate, and the second opinion's `disagree_reward`, one line per run."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = [("reward", "rewards/numeric_match/mean", "reward (solid: loose, dashed: strict)"),
+              ("hack/hedge", None, "hack/hedge (share flagged)"),
+              ("monitor/disagree_reward", None, "monitor/disagree_reward")]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    for name, folder in folders.items():
+        rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        for ax, (key, dashed, title) in zip(axes, panels):
+            pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+            line, = ax.plot(*zip(*pts), marker=".", label=name) if pts else (None,)
+            if dashed and line is not None:
+                ax.plot([r["step"] for r in rows], [r.get(dashed, 0.0) for r in rows], "--",
+                        color=line.get_color())
+            ax.set_title(title, fontsize=10)
+            ax.set_xlabel("step")
+    axes[1].axhline(THRESHOLD, color="grey", lw=0.8, ls=":")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="runs/monitor_demo")
@@ -155,11 +182,16 @@ def main(argv=None) -> int:
                    help="first fine-tune on traces of which this fraction hedge (0 = no)")
     p.add_argument("--tiny", action="store_true", help="smoke run on a tiny random model")
     p.add_argument("--no-pin", action="store_true", help="do not pin each arm to a core")
+    p.add_argument("--plot", nargs="+", metavar="NAME=RUN",
+                   help="only draw the figure from finished runs (e.g. plain-log=OUT/log) to --out")
     p.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)     # a child process
     p.add_argument("--start", help="start from this model (e.g. an earlier --hedge-sft run's "
                                    "sft/ folder) instead of --model, skipping the fine-tune")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.plot:
+        plot_demo({n: Path(r) for n, r in (x.split("=", 1) for x in args.plot)}, out)
+        return 0
     if args.arm:
         run_arm(args.arm, args, args.start)
         return 0
@@ -191,6 +223,7 @@ def main(argv=None) -> int:
     done = [out / arm for arm in ARMS if (out / arm / "metrics.jsonl").exists()]
     if len(done) > 1:
         compare_runs(done, out / "compare")
+    plot_demo({d.name: d for d in done}, out / "demo.png")
     table = summarize(out)
     (out / "summary.md").write_text(table + "\n")
     print(table)

@@ -179,24 +179,24 @@ HOSTILE = {
 
 
 def test_hostile_text_never_crashes_and_stays_linear():
-    start = time.perf_counter()
+    start = time.process_time()      # CPU time: the checkers' own work, whatever the load
     for name, text in HOSTILE.items():
         for iid, kwargs in DEFAULT_KWARGS.items():
             for mode in ("strict",) if len(text) > 100_000 else ("strict", "loose"):
                 v = check_instruction(iid, text, kwargs, mode)
                 assert v.score in (0.0, 1.0) and v.status in ("ok", "unparsed"), (name, iid)
     # 13 inputs of up to 300 kB x 25 checkers: quadratic behaviour would take minutes.
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
 
 
 def test_megabytes_through_the_reward_with_every_checker():
     ids = list(DEFAULT_KWARGS)
     task = _task(ids, [DEFAULT_KWARGS[i] for i in ids])
     text = ("Some words, *highlighted*, [name] and SECTION ２.\n* bullet\n" + ZW) * 40_000
-    start = time.perf_counter()
+    start = time.process_time()
     v = InstructionFollowing().score(task, text)
     assert v.status in ("ok", "unparsed") and len(v.extracted) == len(ids)
-    assert time.perf_counter() - start < 5       # about 2.5 MB
+    assert time.process_time() - start < 5       # about 2.5 MB
 
 
 def test_counts_ignore_unicode_tricks():

@@ -116,7 +116,7 @@ def test_hung_row_is_a_timeout_row_and_neighbours_survive(tmp_path):
     t0 = time.monotonic()
     summary = score_file(ScoreConfig(env="test-hang", input=str(src), output=str(out),
                                      workers=2, deadline_s=1.0, progress=False))
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 45     # the hang is cut at 1 s; the rest is workers booting
     got = read_out(out)
     assert [r["status"] for r in got] == ["ok", "ok", "timeout", "ok", "ok"]
     assert [r["score"] for r in got] == [1.0, 1.0, 0.0, 1.0, 0.0]

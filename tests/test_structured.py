@@ -111,13 +111,13 @@ def test_json_valid():
 
 
 def test_hostile_json_is_fast_and_never_raises():
-    start = time.perf_counter()
+    start = time.process_time()      # CPU time: the parser's own work, whatever the load
     task = Task("t", answer=PERSON)
     for text in ["{" * 1_000_000, '{"a": "' + "x" * 2_000_000, "```json\n" * 100_000,
                  '{"name": "' + "\u200b" * 500_000 + '", "age": 1}']:
         v = JsonSchemaMatch().score(task, text)
         assert v.status in ("ok", "unparsed") and v.score in (0.0, 1.0)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
 
 
 @pytest.mark.parametrize("text,score,status,reason", [
@@ -141,9 +141,9 @@ def test_yaml_answers_against_a_schema(text, score, status, reason):
 def test_billion_laughs_is_refused_fast():
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
-    start = time.perf_counter()
+    start = time.process_time()
     assert "aliases" in parse_yaml("\n".join(lines))[1]
-    assert time.perf_counter() - start < 1
+    assert time.process_time() - start < 1
 
 
 CSV_TASK = Task("t", metadata={"columns": ["name", "age"], "n_rows": 2})
