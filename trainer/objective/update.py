@@ -20,6 +20,11 @@ sequence-level ratio; PPO (Schulman et al. 2017) adds a critic and a value loss.
 iteration (STaR, Zelikman et al. 2022; RFT, Yuan et al. 2023) is a 0/1 filter as the advantage
 and the NLL as the objective: SFT on the verified completions.
 
+An entropy bonus (Williams & Peng 1991; the A3C loss of Mnih et al. 2016, sec. 4) subtracts
+entropy_coef times the policy's mean token entropy over the completion tokens, averaged with
+the same normaliser as the surrogate (`loss_aggregation`): against entropy collapse, which Cui
+et al. 2025 measure in RL for reasoning models.
+
 On-policy distillation (GKD, Agarwal et al. 2024) adds one term: with a teacher, the loss is
 
     -J(theta) + distill_coef * 1/sum_i |o_i| sum_i sum_t KL(pi_theta(. | q, o_i,<t) || pi_teacher(. | q, o_i,<t))
@@ -116,10 +121,10 @@ class PolicyUpdate:
         # Outcome advantages need only the rewards, unless the KL goes into them (then below).
         adv = (self.outcome_advantages(rollout) if cfg.advantage not in alg.TOKEN_ADVANTAGES
                and not kl_in_reward else None)
-        # With no KL term, no critic and no teacher the loss is A * (...): a zero A means a zero
-        # gradient, which a forward may use to skip work.
+        # With no KL term, no critic, no teacher and no entropy bonus the loss is A * (...): a
+        # zero A means a zero gradient, which a forward may use to skip work.
         zero_adv_is_zero_grad = (adv is not None and self.ref is None and self.critic is None
-                                 and self.teacher is None)
+                                 and self.teacher is None and not cfg.entropy_coef)
         micro = tuple(fwd.micro_batches(rollout, cfg.micro_batch_size,
                                         adv if zero_adv_is_zero_grad else None))
         valid = rollout.valid.to(self.device)
@@ -274,13 +279,15 @@ class PolicyUpdate:
                     max_len=cfg.max_completion_length)
         policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
         loss = policy_loss
+        if cfg.entropy_coef:
+            loss = loss - self.entropy_bonus(entropy, mask, norm, acc)
         if distill_kl is not None:
             loss = loss + self.distill_term(distill_kl, mask, norm, first, acc)
         if self.critic is not None:
             loss = loss + self.value_term(batch, i, norm, acc)
         acc.add("loss", loss.item())
         acc.add("loss/policy", policy_loss.item())
-        acc.tokens(mask, low, high, entropy)
+        acc.tokens(mask, low, high, entropy.detach() if first and entropy is not None else None)
         return loss
 
     # The terms. The importance weight (truncated importance sampling, Yao et al. 2025) is
@@ -295,6 +302,14 @@ class PolicyUpdate:
         if self.cfg.kl_in != "loss":
             return None
         return self.kl_ctl.beta * alg.kl_estimate(self.cfg.kl_estimator, logp, batch.ref_logp[i])
+
+    def entropy_bonus(self, entropy, mask, norm: dict, acc) -> torch.Tensor:
+        """entropy_coef * the policy's token entropy H_t = -sum_v pi(v) log pi(v), aggregated as
+        the surrogate is (Williams & Peng 1991; Mnih et al. 2016, sec. 4): subtracted from the
+        loss, so the update also pushes the entropy up."""
+        bonus = alg.aggregate_loss(entropy, mask, self.cfg.loss_aggregation, **norm)
+        acc.add("loss/entropy_bonus", self.cfg.entropy_coef * bonus.item())
+        return self.cfg.entropy_coef * bonus
 
     def distill_term(self, distill_kl, mask, norm: dict, first: bool, acc) -> torch.Tensor:
         """distill_coef * the token-mean reverse KL(pi_theta || teacher) (on-policy
@@ -318,15 +333,23 @@ class PolicyUpdate:
 
     def student_logprobs(self, mb, first: bool):
         """log pi_theta of the sampled tokens [m, C], with a teacher the reverse KL to it at each
-        position [m, C] (else None), and at inner step 1 the entropy."""
+        position [m, C] (else None), and the entropy: at inner step 1 for the metric, and at
+        every step, with its graph, when the entropy bonus is on (else detached)."""
         cfg, fwd = self.cfg, self.forward
+        want = first or bool(cfg.entropy_coef)
         if self.teacher is None:
-            logp, entropy = fwd.logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
-            return logp, None, entropy
+            logp, entropy = fwd.logprobs(self.policy, mb, cfg.temperature, with_entropy=want)
+            return logp, None, _graph_if(entropy, cfg.entropy_coef)
         with torch.no_grad():      # the teacher scores the student's tokens, frozen
             teacher_logp = fwd.vocab_logprobs(self.teacher, mb, cfg.temperature)
-        return fwd.logprobs_and_kl(self.policy, mb, teacher_logp, cfg.temperature,
-                                   with_entropy=first)
+        logp, kl, entropy = fwd.logprobs_and_kl(self.policy, mb, teacher_logp, cfg.temperature,
+                                                with_entropy=want)
+        return logp, kl, _graph_if(entropy, cfg.entropy_coef)
+
+
+def _graph_if(entropy: torch.Tensor | None, coef: float) -> torch.Tensor | None:
+    """The entropy with its graph when it is in the loss; else detached, a metric only."""
+    return entropy if entropy is None or coef else entropy.detach()
 
 
 def _answer_score(verdict) -> float:
