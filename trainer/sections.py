@@ -346,6 +346,11 @@ class Rewards:
     """Reward workers; 0 = this machine's CPUs ('process') or the Ray cluster's CPUs ('ray')."""
     ray_address: str = ""
     """Ray cluster to join with reward_backend='ray'; empty starts a local Ray instance."""
+    control: str = "none"
+    """Spurious-reward control (Shao et al. 2025): 'none' trains on the verifier's reward,
+    'random' on a seeded coin of the same mean as the verifier's reward in each step, 'format'
+    on the environment's format reward alone. The verifier's reward is still logged as
+    `reward`; the one trained on as `control/reward`."""
 
     def unused_knobs(self) -> dict[str, str]:
         """knob -> why this configuration never reads it ('' when it does)."""
