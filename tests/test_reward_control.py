@@ -87,7 +87,8 @@ def test_format_trains_on_the_format_component_alone():
     assert format_components(env) == {"think_format": 1.0}
     ctl = RewardControl.of(types.SimpleNamespace(control="format", seed=0,
                                                  dynamic_sampling=False, advantage="grpo"), env)
-    comps = [{"numeric_match": 1.0, "think_format": 0.0}, {"numeric_match": 0.0, "think_format": 1.0},
+    comps = [{"numeric_match": 1.0, "think_format": 0.0},
+             {"numeric_match": 0.0, "think_format": 1.0},
              {"numeric_match": 1.0, "think_format": 1.0}, {}]        # the last: a failed verdict
     out, stats = ctl.rewards(rollout([1.0, 0.0, 1.0, 0.0], components=comps), 0)
     assert out.tolist() == [0.0, 1.0, 1.0, 0.0]

@@ -17,9 +17,11 @@ number). With p = softmax(z / T), the two outputs and their derivatives are
     H = -sum_v p_v log p_v       d H / d z_v       = -p_v (log p_v + H) / T
 
 (the entropy is differentiable for the entropy bonus; when nothing downstream uses it, its
-gradient never enters the backward, which is then the log-prob's alone, unchanged). A custom autograd.Function rather than a
-library kernel: the fused ones (Liger's cross entropy) fuse a *mean loss* and need a GPU,
-while here each token's log-prob feeds the loss on its own.
+gradient never enters the backward, which is then the log-prob's alone, unchanged).
+
+A custom autograd.Function rather than a library kernel: the fused ones (Liger's cross
+entropy) fuse a *mean loss* and need a GPU, while here each token's log-prob feeds the loss on
+its own.
 """
 from __future__ import annotations
 
