@@ -163,7 +163,8 @@ _AWAY = {"preset": "ppo", "env": "gsm8k", "model": "m", "tokenizer": "t", "outpu
          "lora_target_modules": '["q_proj"]', "reward_deadline_s": "5", "top_p": "0.9",
          "gae_lambda": "0.9", "baseline_decay": "0.5", "lora_dropout": "0.5",
          "vllm_gpu_memory_utilization": "0.8", "importance_correction": "icepop",
-         "monitor_action": "screen", "monitor_detectors": '["hedge"]', "honeypot_frac": "0.25"}
+         "monitor_action": "screen", "monitor_detectors": '["hedge"]', "honeypot_frac": "0.25",
+         "control": "random"}
 
 
 # Fields whose value away from the default needs another beside it to be a valid config.

@@ -19,6 +19,7 @@ from rlvr.usage import coerce
 from rlvr.usage import field_docs as usage_field_docs
 
 from rlvr.trainer.objective.algorithms import ADVANTAGES, LOSS_AGGREGATIONS, POLICY_LOSSES, TOKEN_ADVANTAGES
+from rlvr.trainer.objective.control import check_control
 from rlvr.trainer.objective.presets import PRESETS, ByPreset, resolve_presets
 from rlvr.trainer.run.loader import ALIASES, read_toml, rename_aliases, unknown_key
 from rlvr.trainer.sections import (SECTIONS, KL, Algorithm, Critic, Distillation, Engine, Evaluation, Logging,
@@ -139,6 +140,7 @@ class TrainConfig(Logging, Monitoring, Evaluation, Parallel, Distillation, Rewar
             raise ValueError(f"whiten_advantages is for per-token advantages "
                              f"({', '.join(TOKEN_ADVANTAGES)}); advantage={self.advantage!r} is "
                              "normalised per group already (see scale_rewards='batch')")
+        check_control(self)       # the spurious-reward control (trainer/objective/control.py)
         if self.lora_rank and self.rollout_engine == "vllm":
             raise ValueError("LoRA with rollout_engine='vllm' is not supported: use 'hf'")
         if not 0 <= self.lora_dropout < 1:

@@ -238,6 +238,11 @@ class Algorithm:
     penalty (the paper's k)."""
     kl_cov_coef: float = 1.0
     """kl_cov: the penalty's weight on |log pi - log pi_old| (the paper's beta)."""
+    entropy_coef: float = 0.0
+    """Entropy bonus: the loss loses entropy_coef times the policy's mean token entropy over
+    the completion tokens, averaged as the surrogate is (loss_aggregation), at every inner step
+    (Williams & Peng 1991; Mnih et al. 2016); against entropy collapse. 0 = off (the update as
+    without it, bit for bit); negative values minimise the entropy."""
     inner_steps: int = by_preset(1)
     """mu: gradient steps per rollout batch, pi_old and advantages frozen across them."""
     keep_threshold: float = by_preset(1.0)
@@ -341,6 +346,11 @@ class Rewards:
     """Reward workers; 0 = this machine's CPUs ('process') or the Ray cluster's CPUs ('ray')."""
     ray_address: str = ""
     """Ray cluster to join with reward_backend='ray'; empty starts a local Ray instance."""
+    control: str = "none"
+    """Spurious-reward control (Shao et al. 2025): 'none' trains on the verifier's reward,
+    'random' on a seeded coin of the same mean as the verifier's reward in each step, 'format'
+    on the environment's format reward alone. The verifier's reward is still logged as
+    `reward`; the one trained on as `control/reward`."""
 
     def unused_knobs(self) -> dict[str, str]:
         """knob -> why this configuration never reads it ('' when it does)."""

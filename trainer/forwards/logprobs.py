@@ -8,12 +8,20 @@ five times the logits at the peak (measured in benchmarks/README.md, "Trainer me
 
 `selective_log_softmax` computes the same numbers block by block: a block of rows is
 up-cast, scaled, reduced and dropped, so the only vocabulary-sized tensor alive is the
-model's own logits. Its backward, d log p_y / d z_v = (1[v = y] - p_v) / T, is also computed
-block by block and written into that logits tensor in place (the forward saved it for
-exactly this and nothing else reads it afterwards; autograd's version counter turns any
-other use of it into an error, not a wrong number). A custom autograd.Function rather than a
-library kernel: the fused ones (Liger's cross entropy) fuse a *mean loss* and need a GPU,
-while here each token's log-prob feeds the loss on its own.
+model's own logits. Its backward is also computed block by block and written into that
+logits tensor in place (the forward saved it for exactly this and nothing else reads it
+afterwards; autograd's version counter turns any other use of it into an error, not a wrong
+number). With p = softmax(z / T), the two outputs and their derivatives are
+
+    log p_y                      d log p_y / d z_v = (1[v = y] - p_v) / T
+    H = -sum_v p_v log p_v       d H / d z_v       = -p_v (log p_v + H) / T
+
+(the entropy is differentiable for the entropy bonus; when nothing downstream uses it, its
+gradient never enters the backward, which is then the log-prob's alone, unchanged).
+
+A custom autograd.Function rather than a library kernel: the fused ones (Liger's cross
+entropy) fuse a *mean loss* and need a GPU, while here each token's log-prob feeds the loss on
+its own.
 """
 from __future__ import annotations
 
@@ -30,9 +38,10 @@ def selective_log_softmax(logits: torch.Tensor, targets: torch.Tensor, temperatu
                           with_entropy: bool = False,
                           block: int = BLOCK_ELEMENTS) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log softmax(logits / T)[targets] as float32 [m, C] for logits [m, C, V] (any float
-    dtype), and with `with_entropy` the entropy of softmax(logits / T) at each position
-    (no gradient). Differentiable in `logits`; equal to the autograd formulation
-    `gather(z / T) - logsumexp(z / T)` in value and gradient."""
+    dtype), and with `with_entropy` the entropy of softmax(logits / T) at each position.
+    Both differentiable in `logits`; equal to the autograd formulations
+    `gather(z / T) - logsumexp(z / T)` and `-sum softmax(z / T) * log_softmax(z / T)` in
+    value and gradient."""
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(f"logits [m, C, V] and targets [m, C] expected, got "
                          f"{tuple(logits.shape)} and {tuple(targets.shape)}")
@@ -76,24 +85,43 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
                 entropy[rows, cols] = lse[rows, cols] - (p * z).sum(-1)
         ctx.save_for_backward(logits, targets, lse)
         ctx.temperature, ctx.block = temperature, block
-        if entropy is not None:
-            ctx.mark_non_differentiable(entropy)
+        ctx.set_materialize_grads(False)     # an unused output's gradient stays None
         return picked - lse, entropy
 
     @staticmethod
-    def backward(ctx, grad_logp, _grad_entropy):
+    def backward(ctx, grad_logp, grad_entropy):
         logits, targets, lse = ctx.saved_tensors
         grad = logits        # written in place, block by block (see the module docstring)
         T = ctx.temperature
+        if grad_logp is None:
+            grad_logp = torch.zeros_like(lse)
         for rows, cols in _blocks(logits.shape, ctx.block):
             g = grad_logp[rows, cols].float().unsqueeze(-1) / T
+            idx = targets[rows, cols].unsqueeze(-1)
+            if grad_entropy is not None:
+                g_h = grad_entropy[rows, cols].float().unsqueeze(-1) / T
+                grad[rows, cols] = _with_entropy_grad(logits[rows, cols], T, lse[rows, cols],
+                                                      g, g_h, idx, grad.dtype)
+                continue
             if grad.dtype == torch.float32:     # the block itself becomes its gradient
                 z = grad[rows, cols]
                 z = z.div_(T) if T != 1.0 else z
                 z.sub_(lse[rows, cols].unsqueeze(-1)).exp_().mul_(-g)
-                z.scatter_add_(-1, targets[rows, cols].unsqueeze(-1), g)
+                z.scatter_add_(-1, idx, g)
                 continue
             p = torch.exp(_scaled(logits[rows, cols], T) - lse[rows, cols].unsqueeze(-1))
-            out = (-p * g).scatter_add_(-1, targets[rows, cols].unsqueeze(-1), g)
+            out = (-p * g).scatter_add_(-1, idx, g)
             grad[rows, cols] = out.to(grad.dtype)
         return grad, None, None, None, None
+
+
+def _with_entropy_grad(z, T, lse, g, g_h, idx, dtype):
+    """One block's gradient when the entropy is in the loss too:
+    g (1[v = y] - p_v) - g_h p_v (log p_v + H), with g and g_h already divided by T. H is
+    summed again from this p (not the forward's lse - E[z], which cancels large terms): the
+    gradient then sums to 0 over v as it should, to float32 rounding."""
+    logp = _scaled(z, T) - lse.unsqueeze(-1)
+    p = logp.exp()
+    entropy = -(p * logp).sum(-1, keepdim=True)
+    out = logp.add_(entropy).mul_(-g_h).sub_(g).mul_(p)
+    return out.scatter_add_(-1, idx, g).to(dtype)

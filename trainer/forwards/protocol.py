@@ -45,7 +45,8 @@ class Forward(Protocol):
     def logprobs(self, model, mb: Micro, temperature: float = 1.0,
                  with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """log softmax(logits / T)[y_t] of the sampled tokens [m, C] (with the graph), and if
-        asked the entropy of that distribution at each position [m, C] (no gradient)."""
+        asked the entropy of that distribution at each position [m, C] (with the graph too,
+        except on a silent micro-batch, which has none)."""
 
     def vocab_logprobs(self, model, mb: Micro, temperature: float = 1.0) -> torch.Tensor:
         """log softmax(logits / T) over the whole vocabulary at every completion position

@@ -71,7 +71,7 @@ class ReferenceForward:
                  with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """log pi(y_t | x, y_<t) [m, C] with the logits divided by the sampling temperature
         (the policy optimised is the distribution the completions were drawn from), and the
-        entropy of that distribution at each position (no gradient)."""
+        entropy of that distribution at each position (differentiable: the entropy bonus)."""
         return _at_targets(self.vocab_logprobs(model, mb, temperature), mb, with_entropy)
 
     def vocab_logprobs(self, model, mb: Sequences, temperature: float = 1.0) -> torch.Tensor:
@@ -109,7 +109,7 @@ class ReferenceForward:
 
 def _at_targets(logp_all: torch.Tensor, mb: Sequences, with_entropy: bool):
     """Full-vocabulary log-probs [m, C, V] -> those of the sampled tokens [m, C] and, if asked,
-    the entropy at each position (no gradient)."""
+    the entropy H = -sum_v p_v log p_v at each position (with its graph)."""
     logp = logp_all.gather(-1, mb.targets.unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1).detach() if with_entropy else None
+    entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else None
     return logp, entropy

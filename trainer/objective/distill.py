@@ -71,8 +71,9 @@ def logprobs_and_reverse_kl(logits: torch.Tensor, targets: torch.Tensor,
                             with_entropy: bool = False, block: int = BLOCK_ELEMENTS):
     """From the student's logits [m, C, V]: log pi(y_t) [m, C], the reverse KL to the teacher's
     log-probs `teacher_logp` [m, C, V] at each position [m, C], and with `with_entropy` the
-    student's entropy there (no gradient). Differentiable in `logits`; equal in value and
-    gradient to `algorithms.reverse_kl` of `log_softmax(logits / T)` and its gather."""
+    student's entropy there. All three differentiable in `logits`; equal in value and
+    gradient to `algorithms.reverse_kl` of `log_softmax(logits / T)`, its gather and its
+    entropy."""
     if logits.shape != teacher_logp.shape or targets.shape != logits.shape[:2]:
         raise ValueError(f"student logits {tuple(logits.shape)}, teacher log-probs "
                          f"{tuple(teacher_logp.shape)} and targets {tuple(targets.shape)} differ")
@@ -87,6 +88,7 @@ class _LogprobsAndReverseKL(torch.autograd.Function):
 
         d log p_y / d z_v = (1[v = y] - p_v) / T
         d KL      / d z_v = p_v (log p_v - q_v - KL) / T
+        d H       / d z_v = -p_v (log p_v + H) / T        (H = -sum_v p_v log p_v)
 
     Saved: the logits (the model's own tensor), the teacher's log-probs, the log-sum-exp and the
     KL; the backward recomputes p block by block and, for float32 logits, writes the gradient
@@ -107,15 +109,14 @@ class _LogprobsAndReverseKL(torch.autograd.Function):
             kl[rows, cols] = (p * (logp_all - teacher_logp[rows, cols])).sum(-1)
             if with_entropy:
                 entropy[rows, cols] = -(p * logp_all).sum(-1)
-        ctx.save_for_backward(logits, targets, teacher_logp, lse, kl)
+        ctx.save_for_backward(logits, targets, teacher_logp, lse, kl, entropy)
         ctx.temperature, ctx.block = temperature, block
-        if entropy is not None:
-            ctx.mark_non_differentiable(entropy)
+        ctx.set_materialize_grads(False)     # an unused output's gradient stays None
         return picked, kl, entropy
 
     @staticmethod
-    def backward(ctx, grad_logp, grad_kl, _grad_entropy):
-        logits, targets, teacher_logp, lse, kl = ctx.saved_tensors
+    def backward(ctx, grad_logp, grad_kl, grad_entropy):
+        logits, targets, teacher_logp, lse, kl, entropy = ctx.saved_tensors
         T = ctx.temperature
         zeros = torch.zeros_like(lse)
         grad_logp = zeros if grad_logp is None else grad_logp.float()
@@ -126,7 +127,11 @@ class _LogprobsAndReverseKL(torch.autograd.Function):
             p = logp_all.exp()
             g_lp, g_kl = grad_logp[rows, cols].unsqueeze(-1), grad_kl[rows, cols].unsqueeze(-1)
             q, k = teacher_logp[rows, cols], kl[rows, cols].unsqueeze(-1)
-            out = p * (g_kl * (logp_all - q - k) - g_lp)
+            inner = g_kl * (logp_all - q - k) - g_lp
+            if grad_entropy is not None:       # the entropy bonus's share
+                h = entropy[rows, cols].unsqueeze(-1)
+                inner = inner - grad_entropy[rows, cols].float().unsqueeze(-1) * (logp_all + h)
+            out = p * inner
             out.scatter_add_(-1, targets[rows, cols].unsqueeze(-1), g_lp)
             grad[rows, cols] = (out / T).to(grad.dtype)
         return grad, None, None, None, None, None

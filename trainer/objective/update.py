@@ -20,6 +20,11 @@ sequence-level ratio; PPO (Schulman et al. 2017) adds a critic and a value loss.
 iteration (STaR, Zelikman et al. 2022; RFT, Yuan et al. 2023) is a 0/1 filter as the advantage
 and the NLL as the objective: SFT on the verified completions.
 
+An entropy bonus (Williams & Peng 1991; the A3C loss of Mnih et al. 2016, sec. 4) subtracts
+entropy_coef times the policy's mean token entropy over the completion tokens, averaged with
+the same normaliser as the surrogate (`loss_aggregation`): against entropy collapse, which Cui
+et al. 2025 measure in RL for reasoning models.
+
 On-policy distillation (GKD, Agarwal et al. 2024) adds one term: with a teacher, the loss is
 
     -J(theta) + distill_coef * 1/sum_i |o_i| sum_i sum_t KL(pi_theta(. | q, o_i,<t) || pi_teacher(. | q, o_i,<t))
@@ -40,6 +45,7 @@ import torch
 
 from rlvr.trainer.objective import algorithms as alg
 from rlvr.trainer.objective import importance
+from rlvr.trainer.objective.control import RewardControl
 from rlvr.trainer.sampling.episodes import policy_tokens
 from rlvr.trainer.forwards.protocol import Forward, Micro
 from rlvr.trainer.run.metrics import UpdateStats
@@ -93,7 +99,8 @@ class PolicyUpdate:
     """`prepare(rollout) -> Batch`, then `step(batch, first)` mu times."""
 
     def __init__(self, cfg, policy, ref, critic, optimizer, scheduler, kl_ctl, baseline,
-                 forward: Forward, dist, device, precision, teacher=None):
+                 forward: Forward, dist, device, precision, teacher=None,
+                 control: RewardControl | None = None):
         self.cfg, self.policy, self.ref, self.critic = cfg, policy, ref, critic
         self.teacher = teacher          # on-policy distillation's frozen teacher, or None
         self.optimizer, self.scheduler, self.kl_ctl, self.baseline = (optimizer, scheduler,
@@ -101,6 +108,7 @@ class PolicyUpdate:
         self.forward, self.dist, self.device, self.precision = forward, dist, device, precision
         self._inner: InnerSteps | None = None
         self.loss_knobs = loss_knobs(cfg)
+        self.control = control or RewardControl()   # the reward trained on (control.py)
 
     def inner_steps(self, batch: Batch) -> InnerSteps:
         """The inner steps' state of `batch` (started afresh for a batch not seen last)."""
@@ -113,13 +121,17 @@ class PolicyUpdate:
     def prepare(self, rollout: Rollout) -> Batch:
         cfg, fwd, T = self.cfg, self.forward, self.cfg.temperature
         kl_in_reward = cfg.kl_in == "reward" and self.ref is not None
+        # The reward trained on: the verifier's, or a spurious-reward control's (control.py).
+        rewards, control_stats = self.control.rewards(
+            rollout, self.scheduler.last_epoch // cfg.inner_steps, self.dist.gather,
+            self.dist.rank)
         # Outcome advantages need only the rewards, unless the KL goes into them (then below).
-        adv = (self.outcome_advantages(rollout) if cfg.advantage not in alg.TOKEN_ADVANTAGES
-               and not kl_in_reward else None)
-        # With no KL term, no critic and no teacher the loss is A * (...): a zero A means a zero
-        # gradient, which a forward may use to skip work.
+        adv = (self.outcome_advantages(rollout, rewards=rewards)
+               if cfg.advantage not in alg.TOKEN_ADVANTAGES and not kl_in_reward else None)
+        # With no KL term, no critic, no teacher and no entropy bonus the loss is A * (...): a
+        # zero A means a zero gradient, which a forward may use to skip work.
         zero_adv_is_zero_grad = (adv is not None and self.ref is None and self.critic is None
-                                 and self.teacher is None)
+                                 and self.teacher is None and not cfg.entropy_coef)
         micro = tuple(fwd.micro_batches(rollout, cfg.micro_batch_size,
                                         adv if zero_adv_is_zero_grad else None))
         valid = rollout.valid.to(self.device)
@@ -143,13 +155,14 @@ class PolicyUpdate:
         stats, returns, old_values = {}, (None,) * len(micro), (None,) * len(micro)
         if cfg.advantage in alg.TOKEN_ADVANTAGES:
             advantages, returns, old_values, stats = self._token_advantages(
-                rollout, micro, loss_mask, kl_tok)
+                rollout, micro, loss_mask, kl_tok, rewards)
         else:
             if adv is None:       # the KL is in the reward: r_i - beta * sum_t KL_it first
                 adv = self.outcome_advantages(rollout, self._kl_per_sequence(rollout, micro,
-                                                                             kl_tok))
+                                                                             kl_tok), rewards)
             advantages = tuple(adv[mb.rows, None].expand_as(mb.mask).float() for mb in micro)
             stats.update(self._advantage_stats(adv[valid]))
+        stats.update(control_stats)
         if cfg.advantage in alg.SAMPLE_FILTERS:
             stats["samples/kept_frac"] = n_seqs / max(self.dist.sum([len(rollout)])[0], 1)
         weights = None
@@ -164,12 +177,14 @@ class PolicyUpdate:
                      num_seqs=max(n_seqs, 1.0), num_tokens=max(n_tokens, 1.0),
                      stats=types.MappingProxyType(stats), is_weights=weights)
 
-    def outcome_advantages(self, r: Rollout, kl_seq: torch.Tensor | None = None) -> torch.Tensor:
+    def outcome_advantages(self, r: Rollout, kl_seq: torch.Tensor | None = None,
+                           rewards: torch.Tensor | None = None) -> torch.Tensor:
         """Completion-level advantages [N] (REINFORCE, RLOO, GRPO family), to be repeated on every
-        token. With the KL in the reward, each completion's reward loses beta * sum_t KL_t first.
+        token, from `rewards` (default: the rollout's; a spurious-reward control's otherwise).
+        With the KL in the reward, each completion's reward loses beta * sum_t KL_t first.
         Called once per batch: the moving-average baseline is folded forward by each call."""
         cfg = self.cfg
-        rewards = r.rewards.to(self.device).clone()
+        rewards = (r.rewards if rewards is None else rewards).to(self.device).clone()
         if kl_seq is not None:
             rewards -= self.kl_ctl.beta * kl_seq
         return alg.outcome_advantages(cfg.advantage, alg.AdvantageInputs(
@@ -185,7 +200,7 @@ class PolicyUpdate:
             kl_seq[mb.rows] = k.sum(-1)
         return kl_seq
 
-    def _token_advantages(self, rollout: Rollout, micro, loss_mask, kl_tok: list):
+    def _token_advantages(self, rollout: Rollout, micro, loss_mask, kl_tok: list, rewards):
         """Per-token estimators (PPO's GAE, REINFORCE++'s return): token rewards (-beta*KL per
         token + outcome at the end), critic values V_old when there is a critic, advantages
         (whitened over the global batch if asked) and returns -- frozen for every inner step.
@@ -195,7 +210,7 @@ class PolicyUpdate:
             values = tuple(self.forward.values(self.critic, mb) if self.critic is not None
                            else None for mb in micro)
         for i, (mb, v) in enumerate(zip(micro, values)):
-            outcome = rollout.rewards.to(self.device)[mb.rows]
+            outcome = rewards.to(self.device)[mb.rows]
             kl = kl_tok[i] if kl_tok[i] is not None else torch.zeros_like(mb.mask, dtype=torch.float32)
             token_r = alg.kl_shaped_token_rewards(outcome, kl, mb.mask, self.kl_ctl.beta)
             adv, ret = alg.TOKEN_ADVANTAGES[cfg.advantage](token_r, v, mb.mask, cfg.gamma,
@@ -274,13 +289,15 @@ class PolicyUpdate:
                     max_len=cfg.max_completion_length)
         policy_loss = alg.aggregate_loss(per_token, mask, cfg.loss_aggregation, **norm)
         loss = policy_loss
+        if cfg.entropy_coef:
+            loss = loss - self.entropy_bonus(entropy, mask, norm, acc)
         if distill_kl is not None:
             loss = loss + self.distill_term(distill_kl, mask, norm, first, acc)
         if self.critic is not None:
             loss = loss + self.value_term(batch, i, norm, acc)
         acc.add("loss", loss.item())
         acc.add("loss/policy", policy_loss.item())
-        acc.tokens(mask, low, high, entropy)
+        acc.tokens(mask, low, high, entropy.detach() if first and entropy is not None else None)
         return loss
 
     # The terms. The importance weight (truncated importance sampling, Yao et al. 2025) is
@@ -295,6 +312,14 @@ class PolicyUpdate:
         if self.cfg.kl_in != "loss":
             return None
         return self.kl_ctl.beta * alg.kl_estimate(self.cfg.kl_estimator, logp, batch.ref_logp[i])
+
+    def entropy_bonus(self, entropy, mask, norm: dict, acc) -> torch.Tensor:
+        """entropy_coef * the policy's token entropy H_t = -sum_v pi(v) log pi(v), aggregated as
+        the surrogate is (Williams & Peng 1991; Mnih et al. 2016, sec. 4): subtracted from the
+        loss, so the update also pushes the entropy up."""
+        bonus = alg.aggregate_loss(entropy, mask, self.cfg.loss_aggregation, **norm)
+        acc.add("loss/entropy_bonus", self.cfg.entropy_coef * bonus.item())
+        return self.cfg.entropy_coef * bonus
 
     def distill_term(self, distill_kl, mask, norm: dict, first: bool, acc) -> torch.Tensor:
         """distill_coef * the token-mean reverse KL(pi_theta || teacher) (on-policy
@@ -318,15 +343,23 @@ class PolicyUpdate:
 
     def student_logprobs(self, mb, first: bool):
         """log pi_theta of the sampled tokens [m, C], with a teacher the reverse KL to it at each
-        position [m, C] (else None), and at inner step 1 the entropy."""
+        position [m, C] (else None), and the entropy: at inner step 1 for the metric, and at
+        every step, with its graph, when the entropy bonus is on (else detached)."""
         cfg, fwd = self.cfg, self.forward
+        want = first or bool(cfg.entropy_coef)
         if self.teacher is None:
-            logp, entropy = fwd.logprobs(self.policy, mb, cfg.temperature, with_entropy=first)
-            return logp, None, entropy
+            logp, entropy = fwd.logprobs(self.policy, mb, cfg.temperature, with_entropy=want)
+            return logp, None, _graph_if(entropy, cfg.entropy_coef)
         with torch.no_grad():      # the teacher scores the student's tokens, frozen
             teacher_logp = fwd.vocab_logprobs(self.teacher, mb, cfg.temperature)
-        return fwd.logprobs_and_kl(self.policy, mb, teacher_logp, cfg.temperature,
-                                   with_entropy=first)
+        logp, kl, entropy = fwd.logprobs_and_kl(self.policy, mb, teacher_logp, cfg.temperature,
+                                                with_entropy=want)
+        return logp, kl, _graph_if(entropy, cfg.entropy_coef)
+
+
+def _graph_if(entropy: torch.Tensor | None, coef: float) -> torch.Tensor | None:
+    """The entropy with its graph when it is in the loss; else detached, a metric only."""
+    return entropy if entropy is None or coef else entropy.detach()
 
 
 def _answer_score(verdict) -> float:

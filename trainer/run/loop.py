@@ -40,6 +40,7 @@ from rlvr.trainer.objective import algorithms as alg
 from rlvr.trainer.forwards.allocator import heap_reuse, release_freed_memory
 from rlvr.trainer.run.checkpoint import read_state, restore_trainer_state, seed_everything, write_checkpoint
 from rlvr.trainer.config import TrainConfig, load_config
+from rlvr.trainer.objective.control import RewardControl
 from rlvr.trainer.objective.distill import load_teacher
 from rlvr.trainer.parallel.distributed import group_seeds, init_distributed, shard
 from rlvr.trainer.sampling.engines import make_engine
@@ -72,6 +73,7 @@ class Trainer:
         if cfg.tune_allocator and self.device.type == "cpu":
             release_freed_memory()      # freed activations leave the process (allocator.py)
         self.env = rlvr.load_env(cfg.env, **cfg.env_args)
+        self.control = RewardControl.of(cfg, self.env)    # the reward trained on (control.py)
         # reward hacking caught while it happens (docs/monitoring.md)
         self.monitor = Monitor(self.env, cfg.env, MonitorSettings.from_config(cfg),
                                self.run_dir, cfg.seed, self.dist.is_main, self.dist)
@@ -118,7 +120,8 @@ class Trainer:
             self._load_checkpoint(checkpoint)
         self.learner = PolicyUpdate(cfg, self.policy, self.ref, self.critic, self.optimizer,
                                     self.scheduler, self.kl_ctl, self.baseline, self.forward,
-                                    self.dist, self.device, self.precision, teacher=self.teacher)
+                                    self.dist, self.device, self.precision, teacher=self.teacher,
+                                    control=self.control)
         self.engine = episode_engine(make_engine(cfg.rollout_engine, self.policy, self.tokenizer,
                                                  cfg, share_prefix=self.share_prefix),
                                      self.env, self.tokenizer)
