@@ -452,6 +452,8 @@ def test_agent_refuses_to_supervise_outside_its_own_pid_namespace(monkeypatch):
     with pytest.raises(agent.NotNamespaceInit):
         agent._kill_all()
     agent.RUNNER["container"] = True       # a container's runner must be PID 1's own child
+    # (whatever started this test: a test runner whose parent exited is PID 1's child too)
+    monkeypatch.setattr(os, "getppid", lambda: 4242)
     with pytest.raises(agent.NotNamespaceInit):
         agent._kill_all()
     assert killed == []
