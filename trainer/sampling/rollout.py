@@ -102,6 +102,9 @@ class Rollout:
     # the sampler is another engine's copy of the policy (a server): the update corrects for
     # the mismatch with the trainer's (trainer/objective/importance.py)
     sampler_logp: list[list[float]] | None = None
+    # per row, the policy version (updates applied) of the weights that sampled it, when the
+    # sampler runs ahead of the update (trainer/sampling/pipeline.py)
+    versions: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.completions)
@@ -118,7 +121,8 @@ class Rollout:
                        None if self.rewards is None else self.rewards[rows],
                        None if self.valid is None else self.valid[rows], self.group_size,
                        None if self.token_entropy is None else pick(self.token_entropy),
-                       None if self.sampler_logp is None else pick(self.sampler_logp))
+                       None if self.sampler_logp is None else pick(self.sampler_logp),
+                       None if self.versions is None else pick(self.versions))
 
     @staticmethod
     def concat(parts: list["Rollout"]) -> "Rollout":
@@ -126,11 +130,13 @@ class Rollout:
         cat = lambda name: [x for p in parts for x in getattr(p, name)]
         measured = all(p.token_entropy is not None for p in parts)
         reported = all(p.sampler_logp is not None for p in parts)
+        versioned = all(p.versions is not None for p in parts)
         return Rollout(cat("tasks"), cat("prompt_ids"), cat("completion_ids"),
                        cat("completions"), cat("verdicts"),
                        torch.cat([p.rewards for p in parts]), torch.cat([p.valid for p in parts]),
                        first.group_size, cat("token_entropy") if measured else None,
-                       cat("sampler_logp") if reported else None)
+                       cat("sampler_logp") if reported else None,
+                       cat("versions") if versioned else None)
 
 
 def eos_ids(tokenizer, model=None) -> set[int]:
