@@ -134,6 +134,7 @@ def test_a_killed_sampler_process_is_restarted_and_the_run_finishes(tiny_model, 
     t.train_step = kill_after_2
     t.train()
     assert process.restarts == 1 and len(rows(tmp_path / "run")) == 4
+    assert [r["async/sampler_restarts"] for r in rows(tmp_path / "run")][-1] == 1
     assert t.pipeline is None                # stopped with the run
 
 
@@ -167,6 +168,29 @@ def test_a_sampler_that_keeps_dying_stops_the_run_which_resumes_with_nothing_los
     # the same prompts, step for step, as the synchronous run: none skipped, none twice
     tasks = lambda o: [(r["step"], r["task_id"]) for r in rows(o, "samples.jsonl")]
     assert tasks(out) == tasks(tmp_path / "sync")
+
+
+# --- the server engine ---------------------------------------------------------------------------
+def test_async_through_the_server_engine_bounds_staleness_and_syncs_by_disk(tiny_model,
+                                                                           tmp_path):
+    pytest.importorskip("openai")
+    from server_for_tests import CompletionServer
+    out = tmp_path / "run"
+    with CompletionServer(tiny_model) as srv:
+        t = trainer(tiny_model, out, steps=4, async_steps=1, rollout_engine="server",
+                    server_url=srv.url, server_weights_dir=str(tmp_path / "weights"),
+                    server_retries=1, server_timeout_s=30)
+        t.start_pipeline(1)
+        versions = trained_versions(t)
+        update = t.update                    # a slow update: the sampler runs ahead
+        t.update = lambda batch, first: (time.sleep(0.5), update(batch, first))[1]
+        t.train()
+        assert len(srv.reloads) == 1 + 1 + 4     # its own load, the first push, one per step
+    staleness = [step - min(v) for step, v in versions]
+    assert max(staleness) <= 1 and staleness[1:] == [1, 1, 1]
+    m = rows(out)
+    assert abs(m[0]["mismatch/kl_k3"]) < 1e-6          # step 1: the synced start
+    assert m[-1]["mismatch/kl_k3"] > 1e-6              # one version behind: measured
 
 
 # --- settings ----------------------------------------------------------------------------------

@@ -335,6 +335,9 @@ class Trainer:
         metrics = self._rollout_metrics(rollout)
         metrics.update(ahead)
         metrics["timing/score_s"] = score_s
+        restarts = getattr(self.pipeline.engine, "restarts", None)    # the sampler process's
+        if restarts is not None:
+            metrics["async/sampler_restarts"] = restarts
         return rollout, metrics
 
     def _sync(self) -> None:
