@@ -199,7 +199,7 @@ def test_async_through_the_server_engine_bounds_staleness_and_syncs_by_disk(tiny
     ({"async_steps": 1, "sync_every": 3}, "set sync_every <= 2"),
     ({"async_steps": 1, "dynamic_sampling": True}, "dynamic_sampling=false"),
     ({"async_steps": 1, "lora_rank": 4}, "full fine-tuning"),
-    ({"partial_rollouts": True}, "partial_rollouts is not available"),
+    ({"async_steps": 1, "partial_rollouts": True, "share_prefix": "false"}, "share_prefix=true"),
 ])
 def test_settings_that_cannot_work_are_refused_in_one_line(kw, words, tiny_model, tmp_path):
     with pytest.raises(ValueError, match=words) as err:
@@ -216,3 +216,74 @@ def test_rlvr_train_takes_async_steps_and_refuses_in_one_line(tiny_model, tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sync_every <= 2" in err[0]
     assert not (tmp_path / "r").exists()
+
+
+# --- partial rollouts ----------------------------------------------------------------------------
+def test_a_generation_interrupted_by_new_weights_continues_under_them_token_by_token(tiny_model):
+    """The sampler swaps weights after 3 tokens: the first 3 tokens are those (and the
+    log-probs those) of the old weights with the same seed, the rest carry the new version and
+    the new weights' log-probs; nothing restarts."""
+    from rlvr.trainer.models.loading import load_policy, load_tokenizer
+    from rlvr.trainer.sampling.process_engine import behaviour_logprobs
+    from rlvr.trainer.sampling.rollout import TokenRecord, generate
+    import rlvr
+    tok, env = load_tokenizer(tiny_model), rlvr.load_env("arithmetic")
+    tasks = env.sample(2)
+    model = load_policy(tiny_model, "float32", torch.device("cpu")).eval()
+    old = {k: v.clone() for k, v in model.state_dict().items()}
+    new = {k: v + 0.5 * torch.randn_like(v) if v.is_floating_point() else v
+           for k, v in old.items()}
+    calls = []
+
+    def refresh():                           # before each forward: prefill, then per token
+        calls.append(len(calls))
+        if len(calls) == 4:                  # before the forward that gives token 3's logits
+            model.load_state_dict(new)
+        return 7 if len(calls) >= 4 else 6
+    kw = dict(temperature=1.0, share_prefix=True, seeds=[11, 12])
+    r = generate(model, tok, tasks, 2, 12, record=TokenRecord(refresh), **kw)
+    model.load_state_dict(old)
+    plain = generate(model, tok, tasks, 2, 12, **kw)
+    long = [i for i, ids in enumerate(r.completion_ids) if len(ids) > 3]
+    assert long, "every completion stopped within 3 tokens: pick other seeds"
+    for i in range(len(r)):
+        n = len(r.completion_ids[i])
+        assert r.token_versions[i] == [6] * min(n, 3) + [7] * max(n - 3, 0)
+        assert len(r.sampler_logp[i]) == n
+        assert r.completion_ids[i][:3] == plain.completion_ids[i][:3]
+    before = behaviour_logprobs(model, r.prompt_ids, r.completion_ids, 1.0)
+    model.load_state_dict(new)
+    after = behaviour_logprobs(model, r.prompt_ids, r.completion_ids, 1.0)
+    for i in range(len(r)):
+        assert r.sampler_logp[i][:3] == pytest.approx(before[i][:3], abs=1e-5)
+    i = long[0]   # token 3: drawn from the new weights (over the old keys of earlier tokens)
+    assert abs(r.sampler_logp[i][3] - before[i][3]) > 1e-3
+
+
+def test_partial_rollouts_train_with_per_token_versions_within_the_bound(tiny_model, tmp_path):
+    t = trainer(tiny_model, tmp_path / "run", steps=4, async_steps=1, partial_rollouts=True,
+                max_completion_length=24, sampler_threads=1)
+    t.start_pipeline(1)
+    seen, prepare = [], t.prepare
+
+    def spy(rollout):
+        seen.append((t.step, rollout.versions, rollout.token_versions, rollout.sampler_logp,
+                     rollout.completion_ids))
+        return prepare(rollout)
+    t.prepare = spy
+    t.train()
+    assert len(seen) == 4
+    for step, versions, per_token, logps, ids in seen:
+        for v, tv, lp, c in zip(versions, per_token, logps, ids):
+            assert len(tv) == len(lp) == len(c) and tv == sorted(tv) and v == tv[0]
+            assert step - v <= 1
+    m = rows(tmp_path / "run")
+    assert all("async/partial_frac" in r and "mismatch/kl_k3" in r for r in m)
+
+
+def test_partial_rollouts_are_refused_where_no_token_can_change_version(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="partial_rollouts needs rollout_engine='hf'"):
+        config(tiny_model, tmp_path / "r", async_steps=1, partial_rollouts=True,
+               rollout_engine="server", server_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="partial_rollouts needs async_steps >= 1"):
+        config(tiny_model, tmp_path / "r", partial_rollouts=True)

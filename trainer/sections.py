@@ -127,8 +127,9 @@ class Sampling:
     sampler's log-probs correct the gap (importance_correction). With rollout_engine='hf' the
     sampler is its own process on this machine. 0 = sample, then update, in turn."""
     partial_rollouts: bool = False
-    """A generation interrupted by a weight update continues under the new weights, each token
-    recording the version that sampled it. Not available yet: refused."""
+    """async_steps > 0 with rollout_engine='hf': a generation a weight update interrupts
+    continues under the new weights (the cached keys of earlier tokens stay), each token
+    recording the version that sampled it and its log-prob; the correction applies per token."""
     sampler_threads: int = 0
     """async_steps > 0 with rollout_engine='hf': torch threads of the sampler process
     (0 = torch's default)."""

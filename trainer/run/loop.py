@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.envs.multiturn import is_multiturn
 from rlvr.envs.registry import pooled_env_reward
 from rlvr.monitor import Monitor, MonitorSettings
 from rlvr.pooled_reward import derive_deadline
@@ -225,6 +226,10 @@ class Trainer:
         if self.dist.enabled:
             raise ValueError("async_steps > 0 runs in one process: start it without torchrun")
         engine = self.engine
+        if cfg.partial_rollouts and (is_multiturn(self.env) or
+                                     not cfg.prefix_sharing(self.device.type)):
+            raise ValueError("partial_rollouts needs single-turn episodes and the shared-prefix "
+                             "sampler (share_prefix=true): only it records each token's version")
         if depth and cfg.rollout_engine == "hf":
             from rlvr.trainer.sampling.process_engine import ProcessEngine
             engine = episode_engine(ProcessEngine(cfg, self.policy, cfg.tokenizer or cfg.model,

@@ -37,11 +37,17 @@ __all__ = ["Pipeline", "Planned", "check_settings"]
 
 def check_settings(cfg) -> None:
     """Refuse pipeline settings that cannot work, naming the fix (ValueError: exit 2)."""
-    if cfg.partial_rollouts:
-        raise ValueError("partial_rollouts is not available in this version: no engine here can "
-                         "continue a generation under new weights mid-sequence; set "
-                         "partial_rollouts=false")
     k = cfg.async_steps
+    if cfg.partial_rollouts:
+        refusal = ("async_steps >= 1 (nothing interrupts a generation in the synchronous loop)"
+                   if k < 1 else
+                   "rollout_engine='hf': its sampler process swaps weights between tokens; a "
+                   "server finishes each request on the weights it started with"
+                   if cfg.rollout_engine != "hf" else
+                   "the shared-prefix sampler, which records each token's version: set "
+                   "share_prefix=true" if cfg.share_prefix == "false" else "")
+        if refusal:
+            raise ValueError(f"partial_rollouts needs {refusal}")
     if k < 0:
         raise ValueError(f"async_steps must be >= 0, got {k}")
     if k == 0:
@@ -78,6 +84,17 @@ class _Done:
     rollout: object = None
     seconds: float = 0.0
     error: BaseException | None = None
+
+
+def _partial_metrics(rollout, done: int) -> dict:
+    """Partial rollouts: the share of rows whose tokens came from more than one version, and the
+    mean staleness per token."""
+    per_token = rollout.token_versions
+    if per_token is None:
+        return {}
+    tokens = [done - v for row in per_token for v in row]
+    return {"async/partial_frac": sum(len(set(row)) > 1 for row in per_token) / len(per_token),
+            "async/token_staleness_mean": sum(tokens) / max(len(tokens), 1)}
 
 
 class Pipeline:
@@ -148,7 +165,7 @@ class Pipeline:
             self.requests.put((0, step, next(self.order), req))
         self.planned.pop(step, None)
         waited = time.perf_counter() - t0
-        return item.rollout, {"async/staleness_max": max(staleness),
+        return item.rollout, {**_partial_metrics(item.rollout, done),"async/staleness_max": max(staleness),
                               "async/staleness_mean": sum(staleness) / len(staleness),
                               "async/dropped_stale": self.dropped_stale,
                               "async/wait_s": waited,

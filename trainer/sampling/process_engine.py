@@ -11,6 +11,11 @@ mid-copy cannot block the trainer). Every answer carries the child's log-prob of
 (one forward of its own weights), so the update can correct for the versions between
 (trainer/objective/importance.py), as it does for a server's samples.
 
+With `partial_rollouts` the child also looks for newer weights between tokens and loads them
+in place, so a generation an update interrupts continues under the new weights; each token's
+log-prob and version are recorded where it is drawn (`rollout.TokenRecord`), and the update's
+correction applies per token.
+
 A child that dies (killed, out of memory) is started again from the current buffers and the
 request sent once more; a second death on the same request stops the run with one line (the
 run folder resumes from its last checkpoint, its data cursor at the first untrained step).
@@ -65,19 +70,26 @@ def _child(spec: dict, shared: dict, version, conn) -> None:
     """The sampler process: load the model, then answer requests until told to stop."""
     from rlvr.trainer.models.loading import autocast, load_policy, load_tokenizer
     from rlvr.trainer.sampling.engines import HFEngine
+    from rlvr.trainer.sampling.rollout import TokenRecord
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
     device = torch.device(spec["device"])
     tok = load_tokenizer(spec["tokenizer"])
     model = load_policy(spec["model"], "float32", device).eval().requires_grad_(False)
     engine = HFEngine(model, tok, spec["batch_size"], spec["share_prefix"], with_entropy=True)
-    mine = None
+    held = {"version": None}
+
+    def refresh() -> int:
+        held["version"] = _load_newest(model, shared, version, held["version"])
+        return held["version"]
+    if spec["partial"]:
+        engine.record = TokenRecord(refresh)
     while True:
         msg = conn.recv()
         if msg is None:
             return
         kind, kw = msg
-        mine = _load_newest(model, shared, version, mine)
+        mine = refresh()
         try:
             with autocast(device, spec["dtype"]):
                 answer = _answer(engine, model, kind, kw)
@@ -104,8 +116,9 @@ def _answer(engine, model, kind: str, kw: dict):
     temperature = kw.get("temperature", 1.0)
     if kind == "generate":
         rollout = engine.generate(**kw)
-        rollout.sampler_logp = behaviour_logprobs(model, rollout.prompt_ids,
-                                                  rollout.completion_ids, temperature)
+        if rollout.sampler_logp is None:         # not recorded while sampling
+            rollout.sampler_logp = behaviour_logprobs(model, rollout.prompt_ids,
+                                                      rollout.completion_ids, temperature)
         return rollout
     ids = engine.generate_ids(**kw)
     logps = behaviour_logprobs(model, kw["contexts"], ids, temperature)
@@ -121,6 +134,7 @@ class ProcessEngine:
         self.spec = {"model": cfg.model, "tokenizer": tokenizer_path, "dtype": cfg.dtype,
                      "device": str(next(policy.parameters()).device),
                      "batch_size": cfg.generation_batch_size, "threads": cfg.sampler_threads,
+                     "partial": cfg.partial_rollouts,
                      "share_prefix": cfg.prefix_sharing(next(policy.parameters()).device.type)}
         self.sync_every, self.calls, self.start_version = cfg.sync_every, 0, start_version
         self.shared = {k: v.detach().to("cpu", copy=True).share_memory_()
@@ -175,7 +189,8 @@ class ProcessEngine:
         rollout = self._ask("generate", dict(
             tasks=tasks, group_size=group_size, max_new_tokens=max_new_tokens,
             temperature=temperature, top_p=top_p, greedy=greedy, seeds=seeds))
-        rollout.versions = [self.last_version] * len(rollout)
+        rollout.versions = [min(v) if v else self.last_version for v in rollout.token_versions] \
+            if rollout.token_versions is not None else [self.last_version] * len(rollout)
         return rollout
 
     def generate_ids(self, contexts, max_new, *, temperature=1.0, top_p=1.0, greedy=False,
