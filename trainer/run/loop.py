@@ -249,9 +249,10 @@ class Trainer:
     def stop_pipeline(self) -> None:
         if self.pipeline is None:
             return
-        self.pipeline.close()
+        self.pipeline.stop()
         if self.pipeline.engine is not self.engine:
             self.pipeline.engine.engine.close()         # the sampler process
+        self.pipeline.join()
         self.pipeline = None
 
     def train_step(self) -> tuple[dict, list[dict]]:

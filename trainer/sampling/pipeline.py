@@ -184,12 +184,14 @@ class Pipeline:
         req = self.planned.get(done + 1)
         return req.cursor if req is not None else stream_cursor
 
-    def close(self) -> None:
-        """Stop the worker after the request in hand; forget the rest."""
+    def stop(self) -> None:
+        """Forget the requests not started; the worker ends after the one in hand."""
         while True:
             try:
                 self.requests.get_nowait()
             except queue.Empty:
                 break
         self.requests.put((2, 0, next(self.order), None))
-        self.worker.join(timeout=60)
+
+    def join(self, timeout: float = 60) -> None:
+        self.worker.join(timeout)

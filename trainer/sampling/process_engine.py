@@ -22,6 +22,7 @@ run folder resumes from its last checkpoint, its data cursor at the first untrai
 """
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -71,6 +72,7 @@ def _child(spec: dict, shared: dict, version, conn) -> None:
     from rlvr.trainer.models.loading import autocast, load_policy, load_tokenizer
     from rlvr.trainer.sampling.engines import HFEngine
     from rlvr.trainer.sampling.rollout import TokenRecord
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the trainer's to handle
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
     device = torch.device(spec["device"])
@@ -144,6 +146,7 @@ class ProcessEngine:
         self.policy = policy               # eos ids and the like (EpisodeEngine reads it)
         self._guard = threading.Lock()     # one request in flight
         self.proc = self.conn = None
+        self.closed = False
         self._start()
 
     def _start(self) -> None:
@@ -169,8 +172,10 @@ class ProcessEngine:
                         if not self.proc.is_alive():
                             raise EOFError
                     status, answer, version = self.conn.recv()
-                except (EOFError, BrokenPipeError, ConnectionResetError):
+                except (EOFError, OSError):
                     code = self.proc.exitcode
+                    if self.closed:
+                        raise SamplerDied("the sampler process was stopped") from None
                     if attempt:
                         raise SamplerDied(
                             f"the sampler process died twice on one request (exit code {code}); "
@@ -214,16 +219,16 @@ class ProcessEngine:
         self.version.fill_(version)
 
     def close(self) -> None:
-        """Stop the child (it finishes the request in hand first, if any)."""
-        if self.proc is None:
+        """Stop the child: at once if it is idle, else after 10 s (a request in hand is
+        given up; the caller waiting for it gets SamplerDied)."""
+        if self.closed:
             return
+        self.closed = True
         try:
             self.conn.send(None)
-        except (BrokenPipeError, OSError):
+        except OSError:
             pass
         self.proc.join(timeout=10)
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join()
-        self.conn.close()
-        self.proc = None
