@@ -34,7 +34,10 @@ def arm_config(args, out: Path, k: int, model: str) -> dict:
                 temperature=1.0, reward_deadline_s=0, progress=False, tensorboard=False,
                 checkpoint_every=0, log_completions=0, async_steps=k,
                 sampler_threads=1 if k and args.device == "cpu" else 0,
-                env="arithmetic", env_args={"n_terms": 2, "max_value": 20})
+                env="arithmetic",
+                env_args={"n_terms": 2, "max_value": 9, "format_weight": args.format_weight,
+                          "prompt_style": args.prompt_style},
+                forward=args.forward)
 
 
 def pin(cores: list[int], threads: int) -> None:
@@ -72,7 +75,9 @@ def run_arm(args, name: str, k: int, model: str) -> dict:
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     span = stamps[-1] - stamps[0]
     per_hour = (len(stamps) - 1) / span * 3600 if span > 0 else float("nan")
-    mean = lambda key: sum(r.get(key, 0.0) for r in rows[1:]) / max(len(rows) - 1, 1)
+    def mean(key: str) -> float:           # over the steps after the first that logged it
+        xs = [r[key] for r in rows[1:] if key in r]
+        return sum(xs) / len(xs) if xs else float("nan")
     return {"arm": name, "async_steps": k, "steps": len(rows), "steps_per_hour": per_hour,
             "seconds_after_step_1": span, "generate_s_mean": mean("timing/generate_s"),
             "update_s_mean": mean("timing/update_s"), "wait_s_mean": mean("async/wait_s"),
@@ -84,7 +89,8 @@ def run_arm(args, name: str, k: int, model: str) -> dict:
 def summary(results: list[dict], args) -> str:
     base = results[0]["steps_per_hour"]
     lines = [f"model {args.model}, device {args.device}, cores {args.cores}, {args.steps} steps "
-             f"of {args.prompts} prompts x {args.group} completions x <= {args.max_new} tokens",
+             f"of {args.prompts} prompts x {args.group} completions x <= {args.max_new} tokens, "
+             f"{args.prompt_style} prompts, forward {args.forward}",
              "", "| arm | steps/h | vs sync | generate s | update s | wait s | staleness | "
              "mismatch k3 | load before/after | reward per step |", "|" + "---|" * 10]
     for r in results:
@@ -110,7 +116,14 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cores", default="0,1", help="CPU cores the arms share (cpu only)")
-    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--arms", default="sync,async1,async2", help=f"of {', '.join(ARMS)}")
+    p.add_argument("--prompt-style", default="chat", help="the arithmetic prompts: chat or base")
+    p.add_argument("--forward", default="fast", help="'reference' runs the update's whole "
+                   "forward and backward even for groups without signal (a batch whose "
+                   "rewards are all equal then costs what a real update costs)")
+    p.add_argument("--format-weight", type=float, default=0.5,
+                   help="the think-format reward's weight: rewards that differ within a group, "
+                        "so the update has work to do")
     args = p.parse_args(argv)
     args.cores = [int(c) for c in args.cores.split(",")]
     out = Path(args.out)
