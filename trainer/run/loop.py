@@ -88,6 +88,7 @@ class Trainer:
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
         self.teacher = self._load_teacher()
+        self._refuse_async()
         self.run_dir.mkdir(parents=True, exist_ok=True)     # after the loads that can refuse
         self.dist.broadcast_parameters([self.policy])
         self.critic = ValueModel(cfg.model).to(self.build_device).eval() if cfg.advantage == "gae" else None
@@ -223,13 +224,8 @@ class Trainer:
         depth >= 1 (in this one, in turn with the update, for depth 0); a server, from here."""
         from rlvr.trainer.sampling.pipeline import Pipeline, Planned
         cfg, P = self.cfg, self.cfg.prompts_per_step
-        if self.dist.enabled:
-            raise ValueError("async_steps > 0 runs in one process: start it without torchrun")
+        self._refuse_async()
         engine = self.engine
-        if cfg.partial_rollouts and (is_multiturn(self.env) or
-                                     not cfg.prefix_sharing(self.device.type)):
-            raise ValueError("partial_rollouts needs single-turn episodes and the shared-prefix "
-                             "sampler (share_prefix=true): only it records each token's version")
         if depth and cfg.rollout_engine == "hf":
             from rlvr.trainer.sampling.process_engine import ProcessEngine
             engine = episode_engine(ProcessEngine(cfg, self.policy, cfg.tokenizer or cfg.model,
@@ -245,6 +241,16 @@ class Trainer:
                                    temperature=cfg.temperature, top_p=cfg.top_p, seeds=req.seeds)
         self.pipeline = Pipeline(engine, depth, cfg.sync_every if depth else 1, self.step,
                                  cfg.steps, plan, sample, self.precision)
+
+    def _refuse_async(self) -> None:
+        """What sampling ahead cannot do in this run, refused before the run folder is made."""
+        cfg = self.cfg
+        if cfg.async_steps and self.dist.enabled:
+            raise ValueError("async_steps > 0 runs in one process: start it without torchrun")
+        if cfg.partial_rollouts and (is_multiturn(self.env) or
+                                     not cfg.prefix_sharing(self.device.type)):
+            raise ValueError("partial_rollouts needs single-turn episodes and the shared-prefix "
+                             "sampler (share_prefix=true): only it records each token's version")
 
     def stop_pipeline(self) -> None:
         if self.pipeline is None:
