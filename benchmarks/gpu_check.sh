@@ -11,6 +11,8 @@
 #      installed) with the hf engine: step time, sampling/update split, decode ms/token, peak memory
 #   3. the same with the colocated vLLM engine, if vllm imports
 #   4. FSDP2 with NCCL on one device (torchrun, parallel=fsdp), if the trainer has it
+#   5. steps per hour synchronous vs async_steps = 1 and 2, the sampler in its own process on the
+#      same GPU, with each arm's reward curve (benchmarks/async_steps.py), if the trainer has it
 # and writes OUT_DIR/gpu_check.json, which benchmarks/README.md quotes.
 #
 # Without CUDA it is a dry run: each CUDA step is skipped with its reason, and the measurement
@@ -113,15 +115,27 @@ else
   record fsdp_one_device skipped 0 "this trainer has no parallel='fsdp'"
 fi
 
+if $PY -c 'from rlvr.trainer.config import TrainConfig as C; assert "async_steps" in C.__dataclass_fields__' 2>>"$LOG"; then
+  if [ "$CUDA" = 1 ]; then
+    run_step async_steps 300 $PY benchmarks/async_steps.py --model smollm2 --device cuda \
+      --arms sync,async1,async2 --steps 8 --prompts 8 --group 8 --max-new 128 --out "$OUT_DIR/async_steps"
+  else
+    run_step async_steps_dry_run 240 $PY benchmarks/async_steps.py --model tiny --device cpu \
+      --arms sync,async1 --steps 3 --prompts 2 --group 2 --max-new 8 --out "$OUT_DIR/async_steps"
+  fi
+else
+  record async_steps skipped 0 "this trainer has no async_steps"
+fi
+
 $PY - "$OUT_DIR" <<'EOF'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 steps = [json.loads(l) for l in (out / "steps.jsonl").read_text().splitlines() if l.strip()]
 result = {"steps": steps}
-for name in ("grpo_hf", "grpo_vllm"):
+for name in ("grpo_hf", "grpo_vllm", "async_steps/async_steps"):
     f = out / f"{name}.json"
     if f.exists():
-        result[name] = json.loads(f.read_text())
+        result[name.split("/")[0]] = json.loads(f.read_text())
 (out / "gpu_check.json").write_text(json.dumps(result, indent=1) + "\n")
 print(json.dumps(result, indent=1))
 EOF

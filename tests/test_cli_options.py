@@ -168,7 +168,7 @@ _AWAY = {"preset": "ppo", "env": "gsm8k", "model": "m", "tokenizer": "t", "outpu
 
 
 # Fields whose value away from the default needs another beside it to be a valid config.
-_WITH = {"whiten_advantages": {"advantage": "gae"}}
+_WITH = {"whiten_advantages": {"advantage": "gae"}, "partial_rollouts": {"async_steps": 1}}
 
 
 def _away(f: dataclasses.Field, default) -> str:

@@ -83,6 +83,9 @@ class TrainConfig(Logging, Monitoring, Evaluation, Parallel, Distillation, Rewar
         if self.rollout_engine == "server":     # before any model loads
             from rlvr.trainer.sampling.server_engine import check_settings
             check_settings(self)
+        if self.async_steps or self.partial_rollouts:
+            from rlvr.trainer.sampling.pipeline import check_settings as check_pipeline
+            check_pipeline(self)
         unknown_sinks = set(self.report_to) - {"tensorboard", "wandb"}
         if isinstance(self.report_to, str) or unknown_sinks:
             raise ValueError(f"report_to={self.report_to!r}; expected a list of "

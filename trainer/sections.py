@@ -121,11 +121,25 @@ class Sampling:
     mask_truncated_completions: bool = False
     """Overlong filtering (DAPO sec. 3.4, TRL's option of this name): completions that hit
     max_completion_length carry no loss (they still count in the group baselines)."""
+    async_steps: int = 0
+    """Overlap sampling with the update (docs/scaling.md): the sampler runs up to this many
+    policy versions ahead of the trainer, and no sample older than that is trained on; the
+    sampler's log-probs correct the gap (importance_correction). With rollout_engine='hf' the
+    sampler is its own process on this machine. 0 = sample, then update, in turn."""
+    partial_rollouts: bool = False
+    """async_steps > 0 with rollout_engine='hf': a generation a weight update interrupts
+    continues under the new weights (the cached keys of earlier tokens stay), each token
+    recording the version that sampled it and its log-prob; the correction applies per token."""
+    sampler_threads: int = 0
+    """async_steps > 0 with rollout_engine='hf': torch threads of the sampler process
+    (0 = torch's default)."""
 
     def unused_knobs(self) -> dict[str, str]:
         """knob -> why this configuration never reads it ('' when it does)."""
         return {"max_sampling_rounds": "" if self.dynamic_sampling else _NOT_USED,
-                "overlong_penalty": "" if self.overlong_buffer else _NOT_USED}
+                "overlong_penalty": "" if self.overlong_buffer else _NOT_USED,
+                "sampler_threads": "" if self.async_steps and self.rollout_engine == "hf"
+                else "only the sampler process of async_steps > 0 with rollout_engine='hf'"}
 
 
 @dataclass
@@ -151,8 +165,9 @@ class Engine:
     """Folder, readable by the server, where the policy is written (safetensors and config, a
     transformers folder) before each sync; empty = output_dir/server_weights."""
     sync_every: int = 1
-    """rollout_engine='server': push the policy to the server every N steps; samples are then
-    up to N - 1 updates stale (and corrected, see importance_correction)."""
+    """rollout_engine='server' (or async_steps > 0): push the policy to the sampler every N
+    steps; samples are then up to N - 1 updates stale (and corrected, see
+    importance_correction)."""
     server_concurrency: int = 8
     """Requests in flight at once (one per prompt)."""
     server_timeout_s: float = 300.0
@@ -183,11 +198,13 @@ class Engine:
     def unused_knobs(self) -> dict[str, str]:
         """knob -> why this configuration never reads it ('' when it does)."""
         server = "" if self.rollout_engine == "server" else _NOT_USED
+        corrected = "" if self.rollout_engine == "server" or self.async_steps else _NOT_USED
         return {"vllm_gpu_memory_utilization": "" if self.rollout_engine == "vllm" else _NOT_USED,
                 **{k: server for k in ("server_url", "server_model", "server_sync",
-                                       "server_weights_dir", "sync_every", "server_concurrency",
+                                       "server_weights_dir", "server_concurrency",
                                        "server_timeout_s", "server_retries")},
-                **{f.name: server for f in fields(self)
+                "sync_every": corrected,
+                **{f.name: corrected for f in fields(self)
                    if f.name.startswith("importance_")}}
 
 

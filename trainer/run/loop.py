@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.envs.multiturn import is_multiturn
 from rlvr.envs.registry import pooled_env_reward
 from rlvr.monitor import Monitor, MonitorSettings
 from rlvr.pooled_reward import derive_deadline
@@ -89,6 +90,7 @@ class Trainer:
         self.policy, self.ref = self._build_policy(checkpoint)
         self.forward = self._build_forward()
         self.teacher = self._load_teacher()
+        self._refuse_async()
         self.run_dir.mkdir(parents=True, exist_ok=True)     # after the loads that can refuse
         self.dist.broadcast_parameters([self.policy])
         self.critic = ValueModel(cfg.model).to(self.build_device).eval() if cfg.advantage == "gae" else None
@@ -125,6 +127,7 @@ class Trainer:
         self.engine = episode_engine(make_engine(cfg.rollout_engine, self.policy, self.tokenizer,
                                                  cfg, share_prefix=self.share_prefix),
                                      self.env, self.tokenizer)
+        self.pipeline = None        # async_steps > 0: started by train() (start_pipeline)
 
     def _build_forward(self):
         """The forward the update asks for log-probs: `cfg.forward`, and the reference one
@@ -189,6 +192,8 @@ class Trainer:
         cfg, main = self.cfg, self.dist.is_main
         if main:
             self._write_run_config()
+        if cfg.async_steps and self.pipeline is None:
+            self.start_pipeline(cfg.async_steps)
         log = MetricsLogger(self.run_dir, self.step, cfg.steps, cfg.tensorboard, cfg.progress,
                             report_to=cfg.report_to, config=cfg.to_dict()) \
             if main else None
@@ -213,19 +218,64 @@ class Trainer:
         finally:
             if log is not None:
                 log.close()
+            self.stop_pipeline()
         return self.run_dir
+
+    def start_pipeline(self, depth: int) -> None:
+        """Sample through the pipeline, up to `depth` versions ahead of the update
+        (trainer/sampling/pipeline.py). The built-in sampler runs in its own process for
+        depth >= 1 (in this one, in turn with the update, for depth 0); a server, from here."""
+        from rlvr.trainer.sampling.pipeline import Pipeline, Planned
+        cfg, P = self.cfg, self.cfg.prompts_per_step
+        self._refuse_async()
+        engine = self.engine
+        if depth and cfg.rollout_engine == "hf":
+            from rlvr.trainer.sampling.process_engine import ProcessEngine
+            engine = episode_engine(ProcessEngine(cfg, self.policy, cfg.tokenizer or cfg.model,
+                                                  self.step), self.env, self.tokenizer)
+
+        def plan(step: int) -> Planned:         # the synchronous loop's prompts and seeds
+            cursor = self.stream.cursor
+            tasks = self.monitor.plant(self.stream.take(P), step - 1)
+            return Planned(step, tasks, group_seeds(cfg.seed, step - 1, 1, count=P), cursor)
+
+        def sample(engine, req: Planned) -> Rollout:
+            return engine.generate(req.tasks, cfg.group_size, cfg.max_completion_length,
+                                   temperature=cfg.temperature, top_p=cfg.top_p, seeds=req.seeds)
+        self.pipeline = Pipeline(engine, depth, cfg.sync_every if depth else 1, self.step,
+                                 cfg.steps, plan, sample, self.precision)
+
+    def _refuse_async(self) -> None:
+        """What sampling ahead cannot do in this run, refused before the run folder is made."""
+        cfg = self.cfg
+        if cfg.async_steps and self.dist.enabled:
+            raise ValueError("async_steps > 0 runs in one process: start it without torchrun")
+        if cfg.partial_rollouts and (is_multiturn(self.env) or
+                                     not cfg.prefix_sharing(self.device.type)):
+            raise ValueError("partial_rollouts needs single-turn episodes and the shared-prefix "
+                             "sampler (share_prefix=true): only it records each token's version")
+
+    def stop_pipeline(self) -> None:
+        if self.pipeline is None:
+            return
+        self.pipeline.stop()
+        if self.pipeline.engine is not self.engine:
+            self.pipeline.engine.engine.close()         # the sampler process
+        self.pipeline.join()
+        self.pipeline = None
 
     def train_step(self) -> tuple[dict, list[dict]]:
         """One step of the pseudo-code at the top of this file."""
         cfg, t0 = self.cfg, time.perf_counter()
         with self.placement.gathered():      # sample from the whole policy
-            rollout, metrics = self.collect()                   # sample with pi_old, score
+            rollout, metrics = self.collect() if self.pipeline is None else \
+                self._collect_ahead()                           # sample with pi_old, score
         watch = self.monitor.observe(rollout, self.step + 1)    # flags, second opinion
         t1 = time.perf_counter()
         batch = self.prepare(rollout)                           # freeze ref/values/advantages
         batch = self.monitor.screen(batch, watch)               # flagged rows: no gradient
         inner = [self.update(batch, first=(k == 0)) for k in range(cfg.inner_steps)]
-        self.engine.sync_weights(self.policy)                  # theta_old <- theta
+        self._sync()                                            # theta_old <- theta
         t2 = time.perf_counter()
         beta = self.kl_ctl.beta
         n_samples, n_tokens = self.dist.sum([len(rollout),
@@ -289,6 +339,30 @@ class Trainer:
             metrics["dynamic_sampling/kept_groups"] = int(ctx.sum([rollout.num_groups if kept else 0])[0])
         return rollout, metrics
 
+    def _collect_ahead(self) -> tuple[Rollout, dict]:
+        """The step's rollout from the pipeline (sampled up to async_steps versions ago),
+        scored here."""
+        rollout, ahead = self.pipeline.next_rollout(self.step)
+        t1 = time.perf_counter()
+        score(self.env, rollout, self.cfg.drop_failed)
+        score_s = time.perf_counter() - t1
+        self._shape_overlong(rollout)
+        metrics = self._rollout_metrics(rollout)
+        metrics.update(ahead)
+        metrics["timing/score_s"] = score_s
+        restarts = getattr(self.pipeline.engine, "restarts", None)    # the sampler process's
+        if restarts is not None:
+            metrics["async/sampler_restarts"] = restarts
+        return rollout, metrics
+
+    def _sync(self) -> None:
+        """The weights to the sampler(s), every sync_every steps (each engine counts)."""
+        self.engine.sync_weights(self.policy)
+        if self.pipeline is not None:
+            if self.pipeline.engine is not self.engine:
+                self.pipeline.engine.sync_weights(self.policy)
+            self.pipeline.synced(self.step + 1)
+
     def _shape_overlong(self, r: Rollout) -> None:
         """DAPO's overlong penalty, added to the verdict rewards of this rollout."""
         cfg = self.cfg
@@ -341,7 +415,9 @@ class Trainer:
         return root / name
 
     def _write_checkpoint(self, root: Path, name: str) -> None:
-        state = {"step": self.step, "cursor": self.stream.cursor,
+        cursor = self.stream.cursor if self.pipeline is None else \
+            self.pipeline.cursor(self.stream.cursor, self.step)
+        state = {"step": self.step, "cursor": cursor,
                  "kl_controller": self.kl_ctl.state_dict(), "baseline": self.baseline.state_dict(),
                  "config": self.cfg.to_dict()}
         write_checkpoint(root, name, policy=self.policy, tokenizer=self.tokenizer,

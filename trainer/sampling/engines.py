@@ -63,13 +63,14 @@ class HFEngine:
         self.policy, self.tokenizer = policy, tokenizer
         self.batch_size, self.share_prefix = batch_size, share_prefix
         self.with_entropy = with_entropy
+        self.record = None        # a TokenRecord: partial rollouts (trainer/sampling/process_engine.py)
 
     def generate(self, tasks, group_size, max_new_tokens, *, temperature=1.0, top_p=1.0,
                  greedy=False, seeds=None) -> Rollout:
         return generate(self.policy, self.tokenizer, tasks, group_size, max_new_tokens,
                         temperature, top_p, greedy, batch_size=self.batch_size,
                         share_prefix=self.share_prefix, seeds=seeds,
-                        with_entropy=self.with_entropy)
+                        with_entropy=self.with_entropy, record=self.record)
 
     def generate_ids(self, contexts: list[list[int]], max_new: int, *, temperature=1.0,
                      top_p=1.0, greedy=False, seeds=None) -> list[list[int]]:

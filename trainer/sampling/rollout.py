@@ -19,7 +19,7 @@ from rlvr.trainer.forwards.hf_adapter import cache_kwarg, preallocate, repeat_ro
 from rlvr.trainer.forwards.prefix import SharedPrefix, one_pass, prompt_forward
 from rlvr.trainer.sampling.prompts import tool_prompt
 
-__all__ = ["Rollout", "PromptStream", "encode_prompt", "generate", "score"]
+__all__ = ["Rollout", "PromptStream", "TokenRecord", "encode_prompt", "generate", "score"]
 
 
 _FINITE_LIMIT = 50_000_000   # a "finite" source yielding more than this is an unmarked stream
@@ -102,6 +102,12 @@ class Rollout:
     # the sampler is another engine's copy of the policy (a server): the update corrects for
     # the mismatch with the trainer's (trainer/objective/importance.py)
     sampler_logp: list[list[float]] | None = None
+    # per row, the policy version (updates applied) of the weights that sampled it, when the
+    # sampler runs ahead of the update (trainer/sampling/pipeline.py)
+    versions: list[int] | None = None
+    # per row, the version of each completion token, when a generation may continue under new
+    # weights (partial rollouts); `versions` is then each row's oldest
+    token_versions: list[list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.completions)
@@ -118,7 +124,9 @@ class Rollout:
                        None if self.rewards is None else self.rewards[rows],
                        None if self.valid is None else self.valid[rows], self.group_size,
                        None if self.token_entropy is None else pick(self.token_entropy),
-                       None if self.sampler_logp is None else pick(self.sampler_logp))
+                       None if self.sampler_logp is None else pick(self.sampler_logp),
+                       None if self.versions is None else pick(self.versions),
+                       None if self.token_versions is None else pick(self.token_versions))
 
     @staticmethod
     def concat(parts: list["Rollout"]) -> "Rollout":
@@ -126,11 +134,15 @@ class Rollout:
         cat = lambda name: [x for p in parts for x in getattr(p, name)]
         measured = all(p.token_entropy is not None for p in parts)
         reported = all(p.sampler_logp is not None for p in parts)
+        versioned = all(p.versions is not None for p in parts)
+        per_token = all(p.token_versions is not None for p in parts)
         return Rollout(cat("tasks"), cat("prompt_ids"), cat("completion_ids"),
                        cat("completions"), cat("verdicts"),
                        torch.cat([p.rewards for p in parts]), torch.cat([p.valid for p in parts]),
                        first.group_size, cat("token_entropy") if measured else None,
-                       cat("sampler_logp") if reported else None)
+                       cat("sampler_logp") if reported else None,
+                       cat("versions") if versioned else None,
+                       cat("token_versions") if per_token else None)
 
 
 def eos_ids(tokenizer, model=None) -> set[int]:
@@ -146,7 +158,8 @@ def eos_ids(tokenizer, model=None) -> set[int]:
 def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_tokens: int,
              temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
              batch_size: int = 0, share_prefix: bool = False,
-             seeds: list[int] | None = None, with_entropy: bool = False) -> Rollout:
+             seeds: list[int] | None = None, with_entropy: bool = False,
+             record: "TokenRecord | None" = None) -> Rollout:
     """Sample `group_size` completions per task.
 
     Completions are cut after their first EOS (kept: the model must learn to stop) and marked
@@ -160,6 +173,8 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     first seed. Without seeds, the global torch RNG is used.
     `with_entropy`: the shared-prefix sampler also records each token's sampling entropy
     (`Rollout.token_entropy`); other paths leave it None.
+    `record` (shared-prefix sampler only): each token's sampling log-prob and weight version
+    (`Rollout.sampler_logp`, `Rollout.token_versions`), weights swapped between tokens.
     """
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
@@ -169,6 +184,11 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     out = Rollout([], [], [], [], group_size=group_size)
     measure = with_entropy and share_prefix and not greedy
     out.token_entropy = [] if measure else None
+    if record is not None:
+        if not share_prefix or greedy:
+            raise ValueError("recording each token's version needs the shared-prefix sampler "
+                             "and sampling (share_prefix on, not greedy)")
+        out.sampler_logp, out.token_versions = [], []
     for start in range(0, len(tasks), per_call):
         chunk = prompts[start:start + per_call]
         chunk_seeds = None if seeds is None or greedy else seeds[start:start + per_call]
@@ -176,7 +196,7 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
         if share_prefix:
             seqs = sample_shared_prefix(model, chunk, group_size, max_new_tokens, eos,
                                         tokenizer.pad_token_id, temperature, top_p, greedy,
-                                        seeds=chunk_seeds, entropies=entropies)
+                                        seeds=chunk_seeds, entropies=entropies, record=record)
         else:
             with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
                 seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
@@ -191,7 +211,23 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
             out.completions.append(completion)
             if measure:
                 out.token_entropy.append(entropies[k][:len(ids_k)])
+            if record is not None:
+                out.sampler_logp.append(record.logps[k][:len(ids_k)])
+                out.token_versions.append(record.versions[k][:len(ids_k)])
     return out
+
+
+class TokenRecord:
+    """What the shared-prefix sampler records per token when weights may change mid-generation
+    (partial rollouts): `refresh()` is called before each forward and returns the version of
+    the weights it computes with (loading newer ones in place if there are); each sampled
+    token's log-prob under softmax(logits / T) and the version whose forward gave its logits
+    land in `logps` and `versions`, one list per row of the last `generate` chunk."""
+
+    def __init__(self, refresh):
+        self.refresh = refresh
+        self.logps: list[list[float]] = []
+        self.versions: list[list[int]] = []
 
 
 def to_completion(tokenizer, seq: list[int], eos: set[int], max_new: int) -> Completion:
@@ -249,11 +285,13 @@ def _seeded(seed: int | None, model):
 
 def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
           groups: list[int] | None = None, gens: list | None = None,
-          entropy: list | None = None) -> torch.Tensor:
+          entropy: list | None = None, logp: list | None = None) -> torch.Tensor:
     """One token per row from softmax(logits / T), restricted to the top-p nucleus. With
     per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent).
     `entropy`: a list that receives each row's entropy of softmax(logits / T), the whole
-    distribution before top-p (what the trainer's entropy metric measures)."""
+    distribution before top-p (what the trainer's entropy metric measures); `logp`: a list
+    that receives each row's log-prob of its token under softmax(logits / T), before top-p (the
+    distribution the trainer's log-probs describe)."""
     if greedy:
         return logits.argmax(-1)
     z = logits.float()
@@ -265,11 +303,16 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
         drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
         probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
     if gens is None:
-        return torch.multinomial(probs, 1).squeeze(-1)
-    runs = [(g, len(list(rows))) for g, rows in itertools.groupby(groups)]
-    parts = [torch.multinomial(p, 1, generator=gens[g])
-             for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
-    return torch.cat(parts).squeeze(-1)
+        tok = torch.multinomial(probs, 1).squeeze(-1)
+    else:
+        runs = [(g, len(list(rows))) for g, rows in itertools.groupby(groups)]
+        parts = [torch.multinomial(p, 1, generator=gens[g])
+                 for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
+        tok = torch.cat(parts).squeeze(-1)
+    if logp is not None:
+        scaled = z / temperature if temperature != 1.0 else z
+        logp.extend(torch.log_softmax(scaled, -1).gather(-1, tok[:, None]).squeeze(-1).tolist())
+    return tok
 
 
 def prefill(model, prompts: list[list[int]], pad_id: int):
@@ -288,22 +331,25 @@ def prefill(model, prompts: list[list[int]], pad_id: int):
 def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
                          pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
                          greedy: bool = False, seeds: list[int] | None = None,
-                         entropies: list | None = None) -> list[list[int]]:
+                         entropies: list | None = None,
+                         record: TokenRecord | None = None) -> list[list[int]]:
     """Decode G completions per prompt with a KV cache: each prompt is prefilled once (a prefix
     common to all prompts once for all: `prefill`) and its cache repeated G times (plain
     `generate` prefills every copy), and rows that emitted EOS leave the batch at once (plain
     `generate` keeps computing them until all finish).
     `seeds`: one per prompt; its group samples from its own generator.
-    `entropies`: a list that receives, per row, its tokens' sampling entropies."""
+    `entropies`: a list that receives, per row, its tokens' sampling entropies.
+    `record`: each token's log-prob and weight version (`TokenRecord`)."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
+    version = record.refresh() if record is not None else None
     cache, logits, attn = prefill(model, prompts, pad_id)
     repeat_rows(cache, G)
     logits = logits.repeat_interleave(G, 0)
     attn = attn.repeat_interleave(G, 0)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
                          top_p, greedy, [row // G for row in range(len(prompts) * G)], gens,
-                         entropies)
+                         entropies, record, version)
 
 
 @torch.no_grad()
@@ -321,12 +367,19 @@ def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: se
 
 def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
                   temperature: float, top_p: float, greedy: bool, group_of: list[int],
-                  gens: list | None, entropies: list | None = None) -> list[list[int]]:
+                  gens: list | None, entropies: list | None = None,
+                  record: TokenRecord | None = None, version: int | None = None
+                  ) -> list[list[int]]:
     """Sample up to `max_new` tokens per row from prefilled state (`logits` [B, V] of each
     row's last position, its `cache`, 2-D `attn` mask and next position `pos`); a row that
     emits EOS leaves the batch at once. Row i samples from gens[group_of[i]].
     `entropies`: a list that receives, per row, the entropy of each token's distribution
-    (measured here, where the distribution already exists, it spares the trainer a forward)."""
+    (measured here, where the distribution already exists, it spares the trainer a forward).
+    `record`: each token's log-prob and the `version` of the forward that gave its logits;
+    `record.refresh()` before each forward may swap the weights in place (the cached keys and
+    values of earlier tokens stay those of the older weights, as in PipelineRL's in-flight
+    weight updates, Piche et al. 2025; the recorded log-probs are the distribution each token
+    was actually drawn from, which is what the importance correction needs)."""
     device = logits.device
     cache_kw = cache_kwarg(model)
     preallocate(cache, max_new)      # each step writes one column instead of copying the cache
@@ -337,15 +390,21 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
     measure = entropies is not None and not greedy
     if measure:
         entropies.extend([] for _ in active)
+    if record is not None:
+        record.logps, record.versions = [[] for _ in active], [[] for _ in active]
     for t in range(max_new):
         step_entropy = [] if measure else None
+        step_logp = [] if record is not None else None
         tok = _pick(logits, temperature, top_p, greedy, [group_of[row] for row in active], gens,
-                    step_entropy)
+                    step_entropy, step_logp)
         toks = tok.tolist()
         for row, tk in zip(active, toks):
             seqs[row].append(tk)
         for row, h in zip(active, step_entropy or ()):
             entropies[row].append(h)
+        for row, lp in zip(active, step_logp or ()):
+            record.logps[row].append(lp)
+            record.versions[row].append(version)
         keep = [i for i, tk in enumerate(toks) if tk not in eos]
         if t == max_new - 1 or not keep:
             break
@@ -355,6 +414,8 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
             active = [active[i] for i in keep]
             tok, attn, pos = tok[keep_t], attn[keep_t], pos[keep_t]
         attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
+        if record is not None:
+            version = record.refresh()
         out = model(input_ids=tok[:, None], attention_mask=attn, position_ids=pos[:, None],
                     use_cache=True, **{cache_kw: cache})
         logits, pos = out.logits[:, -1], pos + 1
