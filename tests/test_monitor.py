@@ -142,6 +142,28 @@ def test_screen_zeroes_exactly_the_flagged_rows(tiny_model, tmp_path):
     assert not torch.allclose(gradient(t, plain), g, atol=1e-6)
 
 
+def test_screened_rows_leave_their_groups_baseline(tiny_model, tmp_path, monkeypatch):
+    """A flagged sample's reward must not stay in its group's baseline: the others' advantages
+    are those of the group without it (else they all fall, and the update pushes probability
+    toward what was screened)."""
+    from rlvr.trainer.objective import algorithms as alg
+    t = tiny_trainer(tiny_model, tmp_path / "run", monitor_action="screen")
+    rollout, _ = t.collect()
+    G = rollout.group_size
+    rollout.rewards[:G] = torch.tensor([1.0, 1.0] + [0.0] * (G - 2))   # row 0 is the hack
+    monkeypatch.setattr(t.monitor, "_flags", lambda r, i: {"hedge": "test"} if i == 0 else {})
+    watch = t.monitor.observe(rollout, 1)
+    assert watch.screened == [0] and not rollout.valid[0] and rollout.valid[1:].all()
+    batch = t.monitor.screen(t.prepare(rollout), watch)
+    adv = {row: batch.advantages[k][j][0].item() for k, mb in enumerate(batch.micro)
+           for j, row in enumerate(mb.rows)}
+    alone = alg.grpo_advantages(rollout.rewards[1:G][None], torch.ones(1, G - 1, dtype=torch.bool))
+    assert adv[0] == 0.0
+    assert [adv[r] for r in range(1, G)] == pytest.approx(alone[0].tolist(), abs=1e-6)
+    with_hack = alg.grpo_advantages(rollout.rewards[:G][None], torch.ones(1, G, dtype=torch.bool))
+    assert adv[1] > with_hack[0, 1].item() + 0.1      # the baseline no longer holds the hack
+
+
 def test_screen_in_a_run_says_how_many(tiny_model, tmp_path, every_sample):
     t = tiny_trainer(tiny_model, tmp_path / "run", monitor_action="screen",
                      monitor_detectors=("test-every-sample",), steps=1)

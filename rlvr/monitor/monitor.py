@@ -112,8 +112,11 @@ class Monitor:
     # --- 2. flags, rates, the second opinion --------------------------------------------------
     def observe(self, rollout, step: int) -> Watch:
         """Run the detectors on every row, the second opinion on a sample (every `every`
-        steps), score the honeypots; honeypot rows become invalid (out of baselines and
-        losses). Updates the streaks that `action = "stop"` reads."""
+        steps), score the honeypots; honeypot rows, and with `action = "screen"` flagged rows,
+        become invalid: out of the group baselines, the losses and their normalisers, as if
+        never drawn. (Zeroing only their advantages would leave a flagged sample's reward in its
+        group's baseline: every other sample's advantage falls, and the update pushes
+        probability toward what was screened.) Updates the streaks `action = "stop"` reads."""
         watch, start = Watch(), time.perf_counter()
         if not self.on:
             return watch
@@ -129,6 +132,9 @@ class Monitor:
         if self.settings.action == "screen":
             watch.screened = [i for i in real if watch.flags[i]]
             watch.metrics["monitor/screened"] = int(self._sum([len(watch.screened)])[0])
+            if rollout.valid is not None:
+                for i in watch.screened:
+                    rollout.valid[i] = False
         self._update_streaks(watch.metrics, step)
         watch.metrics["timing/monitor_s"] = time.perf_counter() - start
         return watch
@@ -218,8 +224,8 @@ class Monitor:
     def screen(self, batch, watch: Watch):
         """The batch with flagged rows (action = "screen") and honeypot rows carrying no
         gradient: their advantages zeroed and their tokens out of the loss mask (a new frozen
-        Batch; the one given is left as it was). The normalisers stay as they were, so every
-        other row's gradient is what it would have been."""
+        Batch; the one given is left as it was). `observe` already took them out of the
+        baselines and normalisers; this guarantees no gradient whatever computed the batch."""
         import dataclasses
         import torch
         drop = set(watch.screened) | set(watch.honeypots)
