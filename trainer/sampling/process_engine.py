@@ -150,13 +150,17 @@ class ProcessEngine:
         self._start()
 
     def _start(self) -> None:
+        """Start a child; `self.proc` only ever names a started one (`close` may join it from
+        another thread while a restart is under way)."""
         parent, child = self.mp.Pipe()
-        self.proc = self.mp.Process(target=_child, args=(self.spec, self.shared, self.version,
-                                                         child),
-                                    daemon=True, name="rlvr-sampler")
-        self.proc.start()
+        proc = self.mp.Process(target=_child, args=(self.spec, self.shared, self.version, child),
+                               daemon=True, name="rlvr-sampler")
+        proc.start()
         child.close()
-        self.conn = parent
+        self.proc, self.conn = proc, parent
+        if self.closed:          # closed while this child started: it has no run to serve
+            proc.kill()
+            proc.join()
 
     @property
     def pid(self) -> int:
