@@ -117,8 +117,14 @@ fi
 
 if $PY -c 'from rlvr.trainer.config import TrainConfig as C; assert "async_steps" in C.__dataclass_fields__' 2>>"$LOG"; then
   if [ "$CUDA" = 1 ]; then
-    run_step async_steps 300 $PY benchmarks/async_steps.py --model smollm2 --device cuda \
-      --arms sync,async1,async2 --steps 8 --prompts 8 --group 8 --max-new 128 --out "$OUT_DIR/async_steps"
+    # SmolLM2 when its weights are installed, else the random stand-in of its shape; the
+    # reference forward makes the update cost what it does with signal (random weights earn
+    # equal rewards, whose groups the fast path would skip)
+    ASYNC_MODEL=$($PY -c 'import sys, tempfile; from pathlib import Path; sys.path.insert(0, "benchmarks")
+from gpu_check import policy_model; print(policy_model(Path(tempfile.mkdtemp()), False)[0])' 2>>"$LOG")
+    run_step async_steps 300 $PY benchmarks/async_steps.py --model "$ASYNC_MODEL" --device cuda \
+      --forward reference --arms sync,async1,async2 --steps 6 --prompts 8 --group 8 --max-new 128 \
+      --out "$OUT_DIR/async_steps"
   else
     run_step async_steps_dry_run 240 $PY benchmarks/async_steps.py --model tiny --device cpu \
       --arms sync,async1 --steps 3 --prompts 2 --group 2 --max-new 8 --out "$OUT_DIR/async_steps"

@@ -214,3 +214,15 @@ def test_held_out_accuracy_counts_right_answers_not_well_formed_ones():
     trainer = types.SimpleNamespace(env=env, cfg=cfg, engine=Engine(), tokenizer=tok)
     out = held_out_eval(trainer, 8)
     assert out["pass@1"] == 0.25 and out["think/well_formed_rate"] == 1.0
+
+
+def test_the_readme_table_is_the_committed_run():
+    """The README's main-job table is what the committed run's own files print, line for line."""
+    root = Path(__file__).resolve().parents[1]
+    results = root / "benchmarks" / "results" / "r1zero_main"
+    rows = [json.loads(x) for x in (results / "metrics.jsonl").read_text().splitlines() if x]
+    evals = [json.loads(x) for x in (results / "eval.jsonl").read_text().splitlines() if x]
+    readme = root.joinpath("README.md").read_text().splitlines()
+    printed = summary_table(rows).splitlines()[:4] + eval_table(evals).splitlines()[:2]
+    for line in printed:
+        assert line.rstrip() in (r.rstrip() for r in readme), line
