@@ -3,7 +3,8 @@
 #
 #   bash benchmarks/gpu_check.sh --prepare    # here (with pip's registry): wheels into .whl/
 #   bash benchmarks/gpu_check.sh [OUT_DIR]    # on the GPU machine; OUT_DIR defaults to $OUT,
-#                                             # else benchmarks/results/gpu_check
+#                                             # else benchmarks/results/gpu_check;
+#                                             # GPU_CHECK_SKIP="grpo_hf ..." leaves steps out
 #
 # Steps, each under its own time limit, each recorded as passed / failed / skipped (with why):
 #   1. the CUDA tests (tests/test_cuda.py: float32 and bf16 training + resume, CPU-vs-GPU update)
@@ -70,6 +71,9 @@ record() {   # record NAME STATUS SECONDS DETAIL
 
 run_step() {  # run_step NAME LIMIT_S COMMAND...: passed/failed from the exit code, output in the log
   local name=$1 limit=$2; shift 2
+  case " ${GPU_CHECK_SKIP:-} " in      # GPU_CHECK_SKIP="grpo_hf ...": steps measured already
+    *" $name "*) record "$name" skipped 0 "GPU_CHECK_SKIP"; return 0;;
+  esac
   local t0=$SECONDS
   echo "### $name: $*" >> "$LOG"
   if timeout "$limit" "$@" >> "$LOG" 2>&1; then
