@@ -91,13 +91,15 @@ class EvalConfig:
     """Nucleus threshold for the n samples."""
     max_completion_length: int = 128
     """Generation limit in tokens."""
-    batch_size: int = 64
-    """Completions per generate call (local models); with `continuous_batching`, rows decoded
-    at once. Memory grows with it: about 46 KB per row and token for SmolLM2-135M in float32."""
-    continuous_batching: bool = False
+    batch_size: int = 128
+    """Rows decoded at once (local models); without `continuous_batching`, completions per
+    generate call. Memory grows with it: about 46 KB per row and token for SmolLM2-135M in
+    float32 (about 1.4 GB at 128 rows of 240 tokens)."""
+    continuous_batching: bool = True
     """Keep one batch of `batch_size` rows full across tasks, refilling finished rows with the
-    next tasks' samples (local models). The same samples; no gain measured on a loaded 2-core
-    CPU at 128 rows, so off by default."""
+    next tasks' samples (local models), instead of a few tasks per generate call that drains
+    as rows finish. The same samples; 1.19x the tokens per CPU second of task pairs on an idle
+    CPU core."""
     seed: int = 0
     """Seeds the task list and every task's sampling generator."""
     bootstrap: int = 1000
