@@ -53,9 +53,9 @@ def summary(arms: dict[str, dict]) -> str:
     lines = ["| arm | verifier accuracy, steps 1-2 -> 7-8 | think rate, steps 1-2 -> 7-8 | "
              "held-out greedy pass@1, base -> final | held-out well-formed (final) |",
              "|---|---|---|---|---|"]
+    def ends(xs):
+        return f"{sum(xs[:2]) / 2:.3f} -> {sum(xs[-2:]) / 2:.3f}"
     for name, a in arms.items():
-        def ends(xs):
-            return f"{sum(xs[:2]) / 2:.3f} -> {sum(xs[-2:]) / 2:.3f}"
         lines.append(f"| {name} | {ends(a['accuracy'])} | {ends(a['think'])} | "
                      f"{a['held_out_base']:.2f} -> {a['held_out_final']:.2f} "
                      f"({a['held_out_final'] - a['held_out_base']:+.2f}) | "

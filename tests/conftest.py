@@ -15,6 +15,21 @@ def one_torch_thread():
 
 
 @pytest.fixture(scope="session")
+def benchmark_script():
+    """Load a script of benchmarks/ by name as a module (the folder is not a package)."""
+    import importlib.util
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
+
+
+@pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A random 2-layer Llama with a character tokenizer, written once per session (files
     that need another size define their own)."""

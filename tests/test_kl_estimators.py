@@ -2,7 +2,6 @@
 (k1, k2, k3; Schulman 2020, "Approximating KL Divergence") against sums worked by hand on small
 distribution pairs, the per-token and per-completion summary against the same sums over a
 two-completion rollout, and the --tiny pipeline end to end."""
-import importlib.util
 import json
 import math
 import os
@@ -15,13 +14,6 @@ import pytest
 import torch
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kl_estimators.py"
-
-
-def kl_module():
-    spec = importlib.util.spec_from_file_location("kl_estimators", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def by_hand(p: list[float], q: list[float]) -> dict:
@@ -46,10 +38,10 @@ def moments_of(mod, p, q):
     return mod.estimator_moments(logp, logq)
 
 
-def test_a_coin_against_a_biased_coin_worked_by_hand():
+def test_a_coin_against_a_biased_coin_worked_by_hand(benchmark_script):
     """p = (1/2, 1/2), q = (1/4, 3/4): KL = log(4/3) / 2; k1 and k3 unbiased, k2 over by
     (log^2 2 + log^2 1.5) / 4 - KL; k1 negative on the second token (half the draws)."""
-    mod = kl_module()
+    mod = benchmark_script("kl_estimators")
     m = moments_of(mod, [0.5, 0.5], [0.25, 0.75])
     kl = 0.5 * math.log(4 / 3)                                            # 0.143841
     assert float(m["kl"]) == pytest.approx(kl, rel=1e-12)
@@ -72,10 +64,10 @@ def test_a_coin_against_a_biased_coin_worked_by_hand():
     assert float(m["k1"]["second_rare"]) == 0.0                     # no token under 1e-3
 
 
-def test_a_token_the_policy_has_ruled_out_carries_k3s_second_moment():
+def test_a_token_the_policy_has_ruled_out_carries_k3s_second_moment(benchmark_script):
     """Three positions at once ([3, V]): each against its own hand sums; on the last, a token
     with p = 1e-4 that the reference gives 0.4 holds almost all of k3's E[k^2] (w = 4000)."""
-    mod = kl_module()
+    mod = benchmark_script("kl_estimators")
     pairs = [([0.6, 0.3, 0.1], [0.2, 0.3, 0.5]),
              ([0.25, 0.25, 0.5], [0.25, 0.25, 0.5]),
              ([0.6, 0.3999, 0.0001], [0.3, 0.3, 0.4])]
@@ -108,11 +100,11 @@ class TableModel(torch.nn.Module):
         return SimpleNamespace(logits=self.table[input_ids])
 
 
-def test_measure_and_summary_match_the_hand_sums_over_a_rollout():
+def test_measure_and_summary_match_the_hand_sums_over_a_rollout(benchmark_script):
     """Two completions from prompt [0]: tokens [1, 2] and [2] (padded with 0). The positions
     are predicted after tokens 0, 1 and 0, so the per-token records are three hand-computed
     pairs, and the summary is their means (token) and per-completion sums (sequence)."""
-    mod = kl_module()
+    mod = benchmark_script("kl_estimators")
     T = 0.7
     pol = [[0.5, 0.3, 0.2], [0.1, 0.1, 0.8], [1 / 3, 1 / 3, 1 / 3]]
     ref = [[0.2, 0.3, 0.5], [0.4, 0.4, 0.2], [1 / 3, 1 / 3, 1 / 3]]

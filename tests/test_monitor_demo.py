@@ -1,6 +1,5 @@
 """benchmarks/monitor_demo.py: its premise (the loosened verifier pays for a hedge, the strict
 second opinion does not, the hedge detector flags it) and a smoke run on a tiny random model."""
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,19 +10,12 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "monitor_demo.py"
 
 
-def demo_module():
-    spec = importlib.util.spec_from_file_location("monitor_demo", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_loose_verifier_pays_for_a_hedge_that_the_monitor_catches(tmp_path):
+def test_the_loose_verifier_pays_for_a_hedge_that_the_monitor_catches(tmp_path, benchmark_script):
     import rlvr
     from rlvr.core import Verdict
     from rlvr.monitor import Monitor, MonitorSettings
     from rlvr.trainer.sampling.rollout import Rollout
-    demo = demo_module()
+    demo = benchmark_script("monitor_demo")
     demo.register_loose_env()
     env = rlvr.load_env(demo.ENV, n_terms=2, max_value=20)
     task = env.sample(1)[0]

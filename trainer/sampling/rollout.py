@@ -295,7 +295,8 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
     if greedy:
         return logits.argmax(-1)
     z = logits.float()
-    probs = torch.softmax(z / temperature if temperature != 1.0 else z, -1)   # x / 1 == x
+    scaled = z / temperature if temperature != 1.0 else z      # x / 1 == x
+    probs = torch.softmax(scaled, -1)
     if entropy is not None:
         entropy.extend(torch.special.entr(probs).sum(-1).tolist())    # -sum p log p, 0 log 0 = 0
     if top_p < 1.0:
@@ -310,7 +311,6 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
                  for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
         tok = torch.cat(parts).squeeze(-1)
     if logp is not None:
-        scaled = z / temperature if temperature != 1.0 else z
         logp.extend(torch.log_softmax(scaled, -1).gather(-1, tok[:, None]).squeeze(-1).tolist())
     return tok
 
