@@ -68,13 +68,23 @@ model = _model_path(sys.argv[1] == "--tiny", cache)
 print(think_tokenizer(model, cache))
 EOF
 ) || { say "model set-up failed (see the log)"; exit 1; }
+MODEL=$(printf '%s\n' "$MODEL" | tail -n 1)     # a first conversion also says what it does
 say "model ready: $MODEL"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}   # ten processes share the CPU side
 
 END=$((T0 + TOTAL_S - 45))             # arms stop here: room to finish a step and to pack
 R1="$PY -m rlvr.trainer.recipes.r1zero $TINY --eval-tasks $EVAL_TASKS"
 NORM="max_completion_length=128 log_completions=32 beta=0"
-declare -A ARMS=(
+# Clip-higher and KL-Cov act only through the ratio pi/pi_old, which is 1 at the first gradient
+# step on a batch: with one step per batch (the main job) they leave the update as it is, so
+# ARM_SET=mu2 runs them (and their baseline) with two gradient steps per batch (Clip-Cov and
+# the entropy bonus act at the first step too).
+declare -A ARMS
+if [ "${ARM_SET:-all}" = mu2 ]; then
+  ARMS=([mu2_grpo]="inner_steps=2" [mu2_cliphigh]="inner_steps=2 clip_eps_high=0.28"
+        [mu2_klcov]="inner_steps=2 policy_loss=kl_cov kl_cov_ratio=0.02")
+else
+  ARMS=(
   [ent_grpo]=""
   [ent_bonus]="entropy_coef=0.01"
   [ent_cliphigh]="clip_eps_high=0.28"
@@ -84,7 +94,8 @@ declare -A ARMS=(
   [norm_dr_grpo]="max_completion_length=128 log_completions=32 preset=dr_grpo"
   [norm_no_std]="$NORM scale_rewards=none"
   [norm_no_len]="$NORM loss_aggregation=seq_mean_token_sum_norm"
-)
+  )
+fi
 left() { echo $((END - SECONDS > 1 ? END - SECONDS : 1)); }
 for name in "${!ARMS[@]}"; do
   timeout -s TERM -k 30 "$(left)" $R1 -o "$RUNS/$name" steps=$STEPS ${ARMS[$name]} \
@@ -96,10 +107,11 @@ EVAL="$PY -m rlvr eval --env arithmetic --env-arg n_terms=2 --env-arg max_value=
   --env-arg test_fraction=0.5 --env-arg prompt_style=chat --env-arg format_weight=0.5
   --n $N --k $NUMS --tasks $TASKS --max-tokens 64 --temperature 0.7 --batch-size $BATCH --no-progress"
 mkdir -p "$RUNS/passk"
+[ "${ARM_SET:-all}" = mu2 ] && N=0          # no pass@k runs in that set
 BASE_MODEL=smollm2; [ -n "$TINY" ] && BASE_MODEL=$(dirname "$MODEL")/tiny-model
-timeout -s TERM -k 10 "$(left)" $EVAL --model "$BASE_MODEL" --tokenizer "$MODEL" \
+[ "$N" -gt 0 ] && timeout -s TERM -k 10 "$(left)" $EVAL --model "$BASE_MODEL" --tokenizer "$MODEL" \
   --label "base SmolLM2-135M" -o "$RUNS/passk/base.json" > "$RUNS/passk/base.log" 2>&1 &
-( timeout -s TERM -k 30 "$(left)" $R1 -o "$RUNS/main" &&
+[ "$N" -gt 0 ] && ( timeout -s TERM -k 30 "$(left)" $R1 -o "$RUNS/main" &&
   timeout -s TERM -k 10 "$(left)" $EVAL --model "$RUNS/main" --label "GRPO main job, 8 steps" \
     -o "$RUNS/passk/grpo.json" ) > "$RUNS/passk/grpo.log" 2>&1 &
 

@@ -90,3 +90,42 @@ def test_the_knobs_presets_set_are_the_ones_declared_by_preset():
     for name in declared:       # resolved on every config: no sentinel is ever read
         assert not isinstance(getattr(TrainConfig(preset="dapo"), name), ByPreset)
     assert TrainConfig(preset="dr_grpo", beta=0.04).beta == 0.04   # given = kept, even = default
+
+
+def test_a_ratio_knob_at_one_gradient_step_per_batch_is_warned_about():
+    """With inner_steps=1 the ratio to pi_old is 1 at the only gradient step: clip-higher and
+    KL-Cov's penalty cannot act (a GPU run of the main job measured bit-equal curves)."""
+    with pytest.warns(UserWarning, match=r"ignores clip_eps_high \(one gradient step per batch"):
+        TrainConfig(preset="grpo", clip_eps_high=0.28)
+    with pytest.warns(UserWarning, match=r"ignores kl_cov_ratio \(one gradient step per batch"):
+        TrainConfig(preset="grpo", policy_loss="kl_cov", kl_cov_ratio=0.02)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TrainConfig(preset="grpo", clip_eps_high=0.28, inner_steps=2, strict=True)
+        TrainConfig(preset="grpo", policy_loss="kl_cov", kl_cov_ratio=0.02, inner_steps=2,
+                    strict=True)
+        TrainConfig(preset="grpo", policy_loss="clip_cov", clip_cov_ratio=0.02, strict=True)
+
+
+def test_at_the_first_gradient_step_the_clamp_and_kl_cov_leave_the_gradient_alone():
+    """The premise of the warning above: with pi_old = pi (detached), clip at any eps and KL-Cov
+    at any coefficient give the plain policy gradient A * grad log pi."""
+    import torch
+    from rlvr.trainer.objective.algorithms import clip_objective
+    from rlvr.trainer.objective.entropy import kl_cov_objective
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(3, 7, generator=g, dtype=torch.float64)
+    adv = torch.randn(3, 1, generator=g, dtype=torch.float64).expand(3, 7)
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[0, 5:] = False
+
+    def grad(objective, **kw):
+        logp = base.clone().requires_grad_(True)
+        obj = objective(logp, logp.detach(), adv, mask, 0.2, kw.pop("eps_high", 0.2), **kw)[0]
+        obj.masked_fill(~mask, 0.0).sum().backward()
+        return logp.grad
+
+    plain = adv * mask
+    for g_ in (grad(clip_objective), grad(clip_objective, eps_high=0.28),
+               grad(clip_objective, eps_high=0.01), grad(kl_cov_objective, ratio=0.5, coef=10.0)):
+        torch.testing.assert_close(g_, plain)

@@ -271,6 +271,11 @@ class Algorithm:
         """knob -> why this configuration never reads it ('' when it does)."""
         no_ratio = _NOT_USED if self.policy_loss in _NO_RATIO else ""
         no_clip = "kl_cov penalises instead of clipping" if self.policy_loss == "kl_cov" else ""
+        # pi_old is the policy before the batch's first gradient step: with only that step the
+        # ratio is exactly 1, so a clamp never binds and |log ratio| (KL-Cov) is 0, gradient too
+        one_step = ("one gradient step per batch (inner_steps=1): the ratio to pi_old is 1 "
+                    "there; set inner_steps >= 2") if self.inner_steps == 1 else ""
+        kl_cov = "" if self.policy_loss == "kl_cov" else _NOT_USED
         return {"baseline": "" if self.advantage == "reinforce" else
                 "only the reinforce advantage has a baseline",
                 "baseline_decay": "" if self.advantage == "reinforce" and
@@ -280,11 +285,11 @@ class Algorithm:
                 "gae_lambda": "" if self.advantage == "gae" else _NOT_USED,
                 "scale_rewards": "" if self.advantage == "grpo" else
                 "only the grpo advantage scales rewards",
-                "clip_eps_low": no_ratio or no_clip, "clip_eps_high": no_ratio or no_clip,
+                "clip_eps_low": no_ratio or no_clip or one_step,
+                "clip_eps_high": no_ratio or no_clip or one_step,
                 **{k: "" if self.policy_loss == "clip_cov" else _NOT_USED
                    for k in ("clip_cov_ratio", "clip_cov_low", "clip_cov_high")},
-                **{k: "" if self.policy_loss == "kl_cov" else _NOT_USED
-                   for k in ("kl_cov_ratio", "kl_cov_coef")},
+                **{k: kl_cov or one_step for k in ("kl_cov_ratio", "kl_cov_coef")},
                 "keep_threshold": "" if self.advantage == "filter" else _NOT_USED}
 
 
