@@ -235,14 +235,17 @@ class LocalSampler:
 
     `continuous`: one batch of up to `batch_size` rows kept full across tasks instead
     (trainer/sampling/batching.py: finished rows are refilled with the next tasks' samples), four
-    batches' worth of tasks per call. Opt-in: on the loaded 2-core CPU it measured no gain
-    over task pairs beyond the noise (benchmarks/README.md). Either way each task samples from its
-    own generator; on one torch thread its samples are bit-identical whatever else runs (with
-    several, the batch can change float rounding, rarely a sampled token)."""
+    batches' worth of tasks per call. Either way each task samples from its own generator; on
+    one torch thread its samples are bit-identical whatever else runs (with several, the batch
+    can change float rounding, rarely a sampled token).
+    `draw`: how tokens are drawn (trainer/sampling/draws.py). Evaluation's default is the
+    inverse CDF, one uniform per row: the same law as the trainer's `torch.multinomial` at a
+    fraction of its cost, a different random stream (so not the trainer's samples)."""
 
-    def __init__(self, model, tokenizer, batch_size: int = 64, continuous: bool = False):
+    def __init__(self, model, tokenizer, batch_size: int = 64, continuous: bool = False,
+                 draw: str = "inverse_cdf"):
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.continuous = continuous
+        self.continuous, self.draw = continuous, draw
 
     def tasks_per_call(self, n: int) -> int:
         return max(1, (4 if self.continuous else 1) * self.batch_size // max(n, 1))
@@ -255,13 +258,13 @@ class LocalSampler:
         tok = self.tokenizer
         if not self.continuous:
             r = generate(self.model, tok, tasks, n, max_tokens, temperature, top_p, greedy,
-                         share_prefix=True, seeds=None if greedy else seeds)
+                         share_prefix=True, seeds=None if greedy else seeds, draw=self.draw)
             return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
         eos = eos_ids(tok, self.model)
         prompts = [encode_prompt(tok, t.prompt, t.metadata.get("tools")) for t in tasks]
         seqs = sample_refilling(self.model, prompts, n, max_tokens, eos, tok.pad_token_id,
                                 temperature, top_p, greedy, None if greedy else seeds,
-                                max_rows=self.batch_size)
+                                max_rows=self.batch_size, draw=self.draw)
         done = [to_completion(tok, s, eos, max_tokens) for s in seqs]
         return [done[i * n:(i + 1) * n] for i in range(len(tasks))]
 
