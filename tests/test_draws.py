@@ -78,9 +78,16 @@ def test_each_groups_inverse_cdf_draws_depend_only_on_its_generator():
     assert torch.equal(together[3:], alone)
 
 
-def test_an_unknown_draw_is_refused():
+def test_an_unknown_draw_or_non_finite_weights_are_refused():
     with pytest.raises(ValueError, match="draw must be one of"):
         draw_tokens(torch.ones(1, 4), "gumbel")
+    for bad in (float("nan"), float("inf")):      # never a silent token from broken logits
+        w = torch.ones(2, 300)
+        w[1, 7] = bad
+        with pytest.raises(ValueError, match="not finite"):
+            draw_tokens(w, "inverse_cdf")
+    with pytest.raises(ValueError, match="not finite"):
+        draw_tokens(torch.zeros(1, 300), "inverse_cdf")
 
 
 def test_the_trainers_rollout_still_draws_torch_multinomials_stream(tmp_path, one_torch_thread):
@@ -104,3 +111,5 @@ def test_the_trainers_rollout_still_draws_torch_multinomials_stream(tmp_path, on
     evals = LocalSampler(model, tok, 64, continuous=True).sample([task], G, [42], max_tokens=1,
                                                                  temperature=T)
     assert [c.token_ids[0] for c in evals[0]] != [s[0] for s in got]
+    with pytest.raises(ValueError, match="shared-prefix"):     # HF generate draws its own way
+        generate(model, tok, [task], 2, 1, T, draw="inverse_cdf")

@@ -40,6 +40,10 @@ def inverse_cdf(weights: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
         weights = torch.nn.functional.pad(weights, (0, _BLOCK - V % _BLOCK))
     blocks = weights.view(B, -1, _BLOCK)
     ends = blocks.sum(-1).double().cumsum(-1)                    # [B, blocks]
+    total = ends[:, -1]
+    if not (torch.isfinite(total) & (total > 0)).all():     # as torch.multinomial refuses them
+        raise ValueError("a row's token weights are not finite, non-negative and not all zero "
+                         "(nan or inf logits?)")
     below = lambda x: torch.nextafter(x, torch.zeros_like(x))    # the largest double < x
     target = torch.minimum(uniforms.double()[:, None] * ends[:, -1:], below(ends[:, -1:]))
     j = torch.searchsorted(ends, target, right=True).clamp_(max=ends.size(1) - 1)

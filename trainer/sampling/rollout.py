@@ -181,6 +181,9 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     """
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
+    if draw != "multinomial" and not share_prefix:
+        raise ValueError(f"draw={draw!r} needs the shared-prefix sampler (share_prefix on): "
+                         "Hugging Face `generate` draws its own way")
     eos = eos_ids(tokenizer, model)
     prompts = [encode_prompt(tokenizer, t.prompt, t.metadata.get("tools")) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
