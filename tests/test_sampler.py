@@ -23,9 +23,10 @@ def _prompts(tok):
                                               "6 + 6 =")]
 
 
-@pytest.mark.parametrize("greedy", [False, True])
-def test_a_refilled_batch_samples_what_each_prompt_gets_alone(tiny, greedy, one_torch_thread,
-                                                               monkeypatch):
+@pytest.mark.parametrize("greedy,draw", [(False, "multinomial"), (False, "inverse_cdf"),
+                                        (True, "multinomial")])
+def test_a_refilled_batch_samples_what_each_prompt_gets_alone(tiny, greedy, draw,
+                                                               one_torch_thread, monkeypatch):
     # 5 prompts x 3 completions through a batch of at most 7 rows (greedy: 1 completion, 2
     # rows): prompts join as rows finish (their caches right-aligned to the running one) and
     # finished rows are dropped in bulk; every prompt's completions are exactly those of
@@ -43,10 +44,10 @@ def test_a_refilled_batch_samples_what_each_prompt_gets_alone(tiny, greedy, one_
         compacted.append(self.dead_count), real_compact(self))[1])
     G, rows = (1, 2) if greedy else (3, 7)
     joined = B.sample_refilling(model, prompts, G, 24, eos, tok.pad_token_id, 0.9, 0.95, greedy,
-                                seeds, max_rows=rows)
+                                seeds, max_rows=rows, draw=draw)
     alone = [s for p, seed in zip(prompts, seeds)
              for s in sample_shared_prefix(model, [p], G, 24, eos, tok.pad_token_id, 0.9, 0.95,
-                                           greedy, seeds=[seed])]
+                                           greedy, seeds=[seed], draw=draw)]
     assert joined == alone
     assert [g for groups, _ in admitted for g in groups] == [0, 1, 2, 3, 4]
     if not greedy:     # (the random model's greedy rows all run to the limit together)
@@ -77,8 +78,9 @@ def _noise(p: torch.Tensor, n: int) -> float:
 
 
 def test_every_sampler_draws_the_policys_distribution(tiny, one_torch_thread):
-    # 1,500 two-token samples from each path -- `rlvr eval`'s continuous batching, the
-    # trainer's shared-prefix rollout, plain HF `generate` -- against the exact law of the
+    # 1,500 two-token samples from each path -- `rlvr eval`'s continuous batching (its inverse
+    # CDF draw), the trainer's shared-prefix rollout (torch.multinomial), plain HF `generate` --
+    # against the exact law of the
     # first token and the marginal of the second (through the KV cache) from full forwards at
     # T = 0.1. Each stays within 2.2x the distance sampling noise alone gives; a sampler off by
     # a temperature of 0.12 instead of 0.1 is well outside it (the test can fail).
@@ -95,7 +97,7 @@ def test_every_sampler_draws_the_policys_distribution(tiny, one_torch_thread):
     paths = {
         "eval (continuous batching)": lambda: sample_refilling(
             model, [prompt] * 5, n // 5, 2, no_eos, tok.pad_token_id, T, seeds=[1, 2, 3, 4, 5],
-            max_rows=400),
+            max_rows=400, draw="inverse_cdf"),
         "trainer rollout": lambda: generate(model, tok, [task] * 5, n // 5, 2, T,
                                             share_prefix=True, seeds=[1, 2, 3, 4, 5]
                                             ).completion_ids,

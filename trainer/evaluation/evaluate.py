@@ -100,6 +100,10 @@ class EvalConfig:
     next tasks' samples (local models), instead of a few tasks per generate call that drains
     as rows finish. The same samples; 1.19x the tokens per CPU second of task pairs on an idle
     CPU core."""
+    dtype: str = "float32"
+    """Weights and arithmetic of a local model: float32 (the policy's own distribution) or
+    bfloat16 (opt-in, faster on CPUs with AVX-512 BF16 or AMX: another numeric format, so a
+    slightly different distribution, as a quantized GGUF is; the trainer never samples so)."""
     seed: int = 0
     """Seeds the task list and every task's sampling generator."""
     bootstrap: int = 1000
@@ -120,6 +124,10 @@ class EvalConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.level < 1:
             raise ValueError(f"level must be in (0, 1), got {self.level}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be float32 or bfloat16, got {self.dtype!r}")
+        if self.dtype != "float32" and self.endpoint:
+            raise ValueError("dtype applies to local models: an endpoint serves its own format")
         if self.tokenizer and self.endpoint:
             raise ValueError("tokenizer applies to local models: an endpoint renders its own prompts")
 
@@ -136,8 +144,9 @@ class EvalConfig:
                      "level", "label", "ks", "api_key_env", "tasks", "sample_tasks",
                      "n_per_request", "env_from"):
             d.pop(name)
-        if not d["tokenizer"]:
-            d.pop("tokenizer")     # the model's own: runs from before the option still resume
+        for name, default in (("tokenizer", ""), ("dtype", "float32")):
+            if d[name] == default:   # runs from before the option still resume
+                d.pop(name)
         return d
 
 
@@ -235,14 +244,17 @@ class LocalSampler:
 
     `continuous`: one batch of up to `batch_size` rows kept full across tasks instead
     (trainer/sampling/batching.py: finished rows are refilled with the next tasks' samples), four
-    batches' worth of tasks per call. Opt-in: on the loaded 2-core CPU it measured no gain
-    over task pairs beyond the noise (benchmarks/README.md). Either way each task samples from its
-    own generator; on one torch thread its samples are bit-identical whatever else runs (with
-    several, the batch can change float rounding, rarely a sampled token)."""
+    batches' worth of tasks per call. Either way each task samples from its own generator; on
+    one torch thread its samples are bit-identical whatever else runs (with several, the batch
+    can change float rounding, rarely a sampled token).
+    `draw`: how tokens are drawn (trainer/sampling/draws.py). Evaluation's default is the
+    inverse CDF, one uniform per row: the same law as the trainer's `torch.multinomial` at a
+    fraction of its cost, a different random stream (so not the trainer's samples)."""
 
-    def __init__(self, model, tokenizer, batch_size: int = 64, continuous: bool = False):
+    def __init__(self, model, tokenizer, batch_size: int = 64, continuous: bool = False,
+                 draw: str = "inverse_cdf"):
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.continuous = continuous
+        self.continuous, self.draw = continuous, draw
 
     def tasks_per_call(self, n: int) -> int:
         return max(1, (4 if self.continuous else 1) * self.batch_size // max(n, 1))
@@ -255,13 +267,13 @@ class LocalSampler:
         tok = self.tokenizer
         if not self.continuous:
             r = generate(self.model, tok, tasks, n, max_tokens, temperature, top_p, greedy,
-                         share_prefix=True, seeds=None if greedy else seeds)
+                         share_prefix=True, seeds=None if greedy else seeds, draw=self.draw)
             return [r.completions[i * n:(i + 1) * n] for i in range(len(tasks))]
         eos = eos_ids(tok, self.model)
         prompts = [encode_prompt(tok, t.prompt, t.metadata.get("tools")) for t in tasks]
         seqs = sample_refilling(self.model, prompts, n, max_tokens, eos, tok.pad_token_id,
                                 temperature, top_p, greedy, None if greedy else seeds,
-                                max_rows=self.batch_size)
+                                max_rows=self.batch_size, draw=self.draw)
         done = [to_completion(tok, s, eos, max_tokens) for s in seqs]
         return [done[i * n:(i + 1) * n] for i in range(len(tasks))]
 
@@ -404,12 +416,13 @@ def resolve_model(name: str) -> str:
 def default_label(cfg: EvalConfig, path: str) -> str:
     if cfg.label:
         return cfg.label
+    fmt = "" if cfg.dtype == "float32" else f" ({cfg.dtype})"     # another distribution
     if cfg.model == "smollm2":
-        return "SmolLM2-135M-Instruct"
+        return "SmolLM2-135M-Instruct" + fmt
     p = Path(path)
     if p.name == "policy" and p.parent.parent.name == "checkpoints":
-        return f"{p.parent.parent.parent.name} ({p.parent.name})"
-    return p.name or cfg.model
+        return f"{p.parent.parent.parent.name} ({p.parent.name})" + fmt
+    return (p.name or cfg.model) + fmt
 
 
 def _sampler(cfg: EvalConfig):
@@ -426,8 +439,10 @@ def _sampler(cfg: EvalConfig):
     from rlvr.trainer.models.loading import load_policy, load_tokenizer
     path = resolve_model(cfg.model)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = load_policy(path, "float32", device)
+    model = load_policy(path, cfg.dtype, device)
     identity = {"path": path, "name": cfg.model, "label": default_label(cfg, path)}
+    if cfg.dtype != "float32":
+        identity["dtype"] = cfg.dtype
     if cfg.tokenizer:
         identity["tokenizer"] = resolve_model(cfg.tokenizer)
     return LocalSampler(model, load_tokenizer(identity.get("tokenizer", path)), cfg.batch_size,

@@ -31,10 +31,11 @@ __all__ = ["sample_refilling"]
 def sample_refilling(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
                      pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
                      greedy: bool = False, seeds: list[int] | None = None,
-                     max_rows: int = 256) -> list[list[int]]:
+                     max_rows: int = 256, draw: str = "multinomial") -> list[list[int]]:
     """G completions per prompt (rows g*G .. g*G+G-1 for prompt g, uncut at EOS), decoded
     in one batch of at most `max_rows` rows (one group when G is larger) that admits waiting
-    prompts as rows finish. `seeds`: one per prompt; its group draws from its own generator."""
+    prompts as rows finish. `seeds`: one per prompt; its group draws from its own generator.
+    `draw`: how tokens are drawn (`draws.DRAWS`: the same law, different random streams)."""
     device = next(model.parameters()).device
     gens = None if seeds is None or greedy else \
         [torch.Generator(device).manual_seed(s) for s in seeds]
@@ -54,7 +55,7 @@ def sample_refilling(model, prompts: list[list[int]], G: int, max_new: int, eos:
         idx = torch.tensor(live, device=device)
         logits = state.logits if len(live) == state.size else state.logits[idx]
         tok = _pick(logits, temperature, top_p, greedy,
-                    [state.rows[r] // G for r in live], gens)
+                    [state.rows[r] // G for r in live], gens, draw=draw)
         step = torch.full((state.size,), pad_id, dtype=torch.long, device=device)
         step[idx] = tok
         for r, t in zip(live, tok.tolist()):

@@ -17,6 +17,7 @@ from rlvr.core import Completion, Task, Verdict
 
 from rlvr.trainer.forwards.hf_adapter import cache_kwarg, preallocate, repeat_rows, returned_cache, select_rows
 from rlvr.trainer.forwards.prefix import SharedPrefix, one_pass, prompt_forward
+from rlvr.trainer.sampling.draws import draw_tokens
 from rlvr.trainer.sampling.prompts import tool_prompt
 
 __all__ = ["Rollout", "PromptStream", "TokenRecord", "encode_prompt", "generate", "score"]
@@ -159,7 +160,7 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
              temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
              batch_size: int = 0, share_prefix: bool = False,
              seeds: list[int] | None = None, with_entropy: bool = False,
-             record: "TokenRecord | None" = None) -> Rollout:
+             record: "TokenRecord | None" = None, draw: str = "multinomial") -> Rollout:
     """Sample `group_size` completions per task.
 
     Completions are cut after their first EOS (kept: the model must learn to stop) and marked
@@ -175,9 +176,14 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     (`Rollout.token_entropy`); other paths leave it None.
     `record` (shared-prefix sampler only): each token's sampling log-prob and weight version
     (`Rollout.sampler_logp`, `Rollout.token_versions`), weights swapped between tokens.
+    `draw` (shared-prefix sampler only): how tokens are drawn (`draws.DRAWS`); the trainer's
+    rollouts keep "multinomial", whose random stream their results depend on.
     """
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
+    if draw != "multinomial" and not share_prefix:
+        raise ValueError(f"draw={draw!r} needs the shared-prefix sampler (share_prefix on): "
+                         "Hugging Face `generate` draws its own way")
     eos = eos_ids(tokenizer, model)
     prompts = [encode_prompt(tokenizer, t.prompt, t.metadata.get("tools")) for t in tasks]
     per_call = max(1, (batch_size or len(tasks) * group_size) // group_size)
@@ -196,7 +202,8 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
         if share_prefix:
             seqs = sample_shared_prefix(model, chunk, group_size, max_new_tokens, eos,
                                         tokenizer.pad_token_id, temperature, top_p, greedy,
-                                        seeds=chunk_seeds, entropies=entropies, record=record)
+                                        seeds=chunk_seeds, entropies=entropies, record=record,
+                                        draw=draw)
         else:
             with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
                 seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
@@ -285,31 +292,31 @@ def _seeded(seed: int | None, model):
 
 def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
           groups: list[int] | None = None, gens: list | None = None,
-          entropy: list | None = None, logp: list | None = None) -> torch.Tensor:
+          entropy: list | None = None, logp: list | None = None,
+          draw: str = "multinomial") -> torch.Tensor:
     """One token per row from softmax(logits / T), restricted to the top-p nucleus. With
     per-group generators, row i draws from gens[groups[i]] (rows of a group are adjacent).
     `entropy`: a list that receives each row's entropy of softmax(logits / T), the whole
     distribution before top-p (what the trainer's entropy metric measures); `logp`: a list
     that receives each row's log-prob of its token under softmax(logits / T), before top-p (the
-    distribution the trainer's log-probs describe)."""
+    distribution the trainer's log-probs describe). `draw`: how the token is drawn
+    (`draws.DRAWS`: the same law, different random streams)."""
     if greedy:
         return logits.argmax(-1)
     z = logits.float()
     scaled = z / temperature if temperature != 1.0 else z      # x / 1 == x
-    probs = torch.softmax(scaled, -1)
+    if draw == "inverse_cdf" and entropy is None and top_p >= 1.0:
+        # the draw needs no normalised distribution: exp(x - max) is softmax's numerator
+        probs = (scaled - scaled.amax(-1, keepdim=True)).exp_()
+    else:
+        probs = torch.softmax(scaled, -1)
     if entropy is not None:
         entropy.extend(torch.special.entr(probs).sum(-1).tolist())    # -sum p log p, 0 log 0 = 0
     if top_p < 1.0:
         sorted_p, order = probs.sort(-1, descending=True)
         drop = sorted_p.cumsum(-1) - sorted_p > top_p       # keep the smallest set reaching top_p
         probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
-    if gens is None:
-        tok = torch.multinomial(probs, 1).squeeze(-1)
-    else:
-        runs = [(g, len(list(rows))) for g, rows in itertools.groupby(groups)]
-        parts = [torch.multinomial(p, 1, generator=gens[g])
-                 for (g, _), p in zip(runs, probs.split([n for _, n in runs]))]
-        tok = torch.cat(parts).squeeze(-1)
+    tok = draw_tokens(probs, draw, groups, gens)
     if logp is not None:
         logp.extend(torch.log_softmax(scaled, -1).gather(-1, tok[:, None]).squeeze(-1).tolist())
     return tok
@@ -332,14 +339,16 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
                          pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
                          greedy: bool = False, seeds: list[int] | None = None,
                          entropies: list | None = None,
-                         record: TokenRecord | None = None) -> list[list[int]]:
+                         record: TokenRecord | None = None,
+                         draw: str = "multinomial") -> list[list[int]]:
     """Decode G completions per prompt with a KV cache: each prompt is prefilled once (a prefix
     common to all prompts once for all: `prefill`) and its cache repeated G times (plain
     `generate` prefills every copy), and rows that emitted EOS leave the batch at once (plain
     `generate` keeps computing them until all finish).
     `seeds`: one per prompt; its group samples from its own generator.
     `entropies`: a list that receives, per row, its tokens' sampling entropies.
-    `record`: each token's log-prob and weight version (`TokenRecord`)."""
+    `record`: each token's log-prob and weight version (`TokenRecord`).
+    `draw`: how tokens are drawn (`draws.DRAWS`)."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     version = record.refresh() if record is not None else None
@@ -349,7 +358,7 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     attn = attn.repeat_interleave(G, 0)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
                          top_p, greedy, [row // G for row in range(len(prompts) * G)], gens,
-                         entropies, record, version)
+                         entropies, record, version, draw)
 
 
 @torch.no_grad()
@@ -368,8 +377,8 @@ def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: se
 def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
                   temperature: float, top_p: float, greedy: bool, group_of: list[int],
                   gens: list | None, entropies: list | None = None,
-                  record: TokenRecord | None = None, version: int | None = None
-                  ) -> list[list[int]]:
+                  record: TokenRecord | None = None, version: int | None = None,
+                  draw: str = "multinomial") -> list[list[int]]:
     """Sample up to `max_new` tokens per row from prefilled state (`logits` [B, V] of each
     row's last position, its `cache`, 2-D `attn` mask and next position `pos`); a row that
     emits EOS leaves the batch at once. Row i samples from gens[group_of[i]].
@@ -396,7 +405,7 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
         step_entropy = [] if measure else None
         step_logp = [] if record is not None else None
         tok = _pick(logits, temperature, top_p, greedy, [group_of[row] for row in active], gens,
-                    step_entropy, step_logp)
+                    step_entropy, step_logp, draw)
         toks = tok.tolist()
         for row, tk in zip(active, toks):
             seqs[row].append(tk)
