@@ -8,11 +8,16 @@
 #
 #   bash benchmarks/distill_passk.sh [STAGE ...]   # stages: base grpo data sft sft_grpo plot
 #                                                  # (default: all, in order; each resumes)
-# Sizes come from the environment: TASKS (held-out tasks), N (samples per task), GRPO_STEPS,
-# SFT_ROWS, SFT_STEPS, OUT (default runs/distill).
+# Sizes come from the environment: TASKS (held-out tasks), N (samples per task), KS (the k list),
+# GRPO_STEPS, SFT_ROWS, SFT_STEPS, OUT (default runs/distill); the task's difficulty from MAX_VALUE
+# and TEST_FRACTION (999: three-digit sums, where the base model is almost never right; 20 with
+# TEST_FRACTION=0.5: the main job's sums),
+# with TRAIN_TOKENS and EVAL_TOKENS to match; PY and RLVR name the interpreter and the CLI, and
+# EVAL_EXTRA adds `rlvr eval` options (e.g. --batch-size 1024 on a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
+PY=${PY:-.venv/bin/python}
 RLVR=${RLVR:-.venv/bin/rlvr}
 OUT=${OUT:-runs/distill}
 TASKS=${TASKS:-200}
@@ -21,21 +26,24 @@ GRPO_STEPS=${GRPO_STEPS:-8}
 SFT_ROWS=${SFT_ROWS:-2000}
 SFT_STEPS=${SFT_STEPS:-60}
 SEED=${SEED:-0}
+MAX_VALUE=${MAX_VALUE:-999}
+TEST_FRACTION=${TEST_FRACTION:-0.2}     # the environment's default; the main job holds out 0.5
+KS=${KS:-1,2,4,8,16,32,64}
 mkdir -p "$OUT"
 
-# Sums of two integers in [0, 999]: the base model rarely gets them exactly right.
-ENV_KWARGS='{"n_terms": 2, "max_value": 999, "ops": "+", "parentheses": false, "prompt_style": "chat", "format_weight": 0.5}'
-ENV_ARGS=(--env arithmetic --env-arg n_terms=2 --env-arg max_value=999 --env-arg ops=+
+# Sums of two integers in [0, MAX_VALUE]: at 999 the base model rarely gets them exactly right.
+ENV_KWARGS='{"n_terms": 2, "max_value": '$MAX_VALUE', "ops": "+", "parentheses": false, "test_fraction": '$TEST_FRACTION', "prompt_style": "chat", "format_weight": 0.5}'
+ENV_ARGS=(--env arithmetic --env-arg n_terms=2 --env-arg max_value=$MAX_VALUE --env-arg ops=+ --env-arg test_fraction=$TEST_FRACTION
           --env-arg parentheses=False --env-arg prompt_style=chat --env-arg format_weight=0.5)
 # The chat template that opens the think block, as the main job's (its recipe builds it).
-TOK=$(.venv/bin/python -c 'from pathlib import Path; from rlvr.trainer.models.loading import resolve_model
+TOK=$($PY -c 'from pathlib import Path; from rlvr.trainer.models.loading import resolve_model
 from rlvr.trainer.recipes.r1zero import think_tokenizer; from rlvr.trainer.models.smollm import default_cache_dir
 print(think_tokenizer(resolve_model("smollm2"), default_cache_dir()))')
-# Traces run to 98 tokens (mean 85); the evaluation leaves room past the longest.
-TRAIN_TOKENS=96
-EVAL_TOKENS=128
-EVAL=("${ENV_ARGS[@]}" --n "$N" --k 1,2,4,8,16,32,64 --tasks "$TASKS" --max-tokens $EVAL_TOKENS
-      --temperature 0.7 --seed "$SEED" --no-progress)
+# Three-digit traces run to 98 tokens (mean 85); the evaluation leaves room past the longest.
+TRAIN_TOKENS=${TRAIN_TOKENS:-96}
+EVAL_TOKENS=${EVAL_TOKENS:-128}
+EVAL=("${ENV_ARGS[@]}" --n "$N" --k "$KS" --tasks "$TASKS" --max-tokens $EVAL_TOKENS
+      --temperature 0.7 --seed "$SEED" --no-progress ${EVAL_EXTRA:-})
 GRPO=(preset=grpo env=arithmetic "env_kwargs=$ENV_KWARGS" steps=$GRPO_STEPS prompts_per_step=4
       group_size=8 max_completion_length=$TRAIN_TOKENS temperature=0.7 lr=1e-5 micro_batch_size=4
       gradient_checkpointing=true tune_allocator=true checkpoint_every=0 progress=false seed=$SEED)

@@ -13,6 +13,8 @@
 #     norm_no_len (the constant length normaliser)
 #   pass@k at k <= 256: the main job (8 steps), then rlvr eval of it and of the base model at
 #     n = 256 on 200 held-out sums
+#   ARM_SET=mu2: GRPO, clip-higher and KL-Cov at two gradient steps per batch
+#   ARM_SET=boundary: base, GRPO, SFT and SFT then GRPO on the main job's sums, pass@k to 128
 # Every training arm asks for STEPS steps and is stopped (SIGTERM: the step in progress ends and
 # is logged) when the wall budget runs out, so each arm reports the steps it reached.
 #
@@ -97,6 +99,24 @@ else
   )
 fi
 left() { echo $((END - SECONDS > 1 ? END - SECONDS : 1)); }
+# ARM_SET=boundary: the reasoning-boundary experiment on the main job's sums (moderate pass@1):
+# base, GRPO, SFT on verified traces and SFT then GRPO, each evaluated at k <= KMAX on BTASKS
+# held-out sums (benchmarks/distill_passk.sh's stages, three chains at once).
+if [ "${ARM_SET:-all}" = boundary ]; then
+  ARMS=()
+  if [ "${DRY:-0}" = 1 ]; then BT=2; BN=2; BKS=1,2; BSTEPS=1; BSFT=1; BROWS=8
+  else BT=${BTASKS:-64}; BN=${KMAX:-128}; BKS=1,2,4,8,16,32,64,128; BSTEPS=${BSTEPS:-30}
+       BSFT=${BSFT:-60}; BROWS=${BROWS:-219}; fi     # 219: every sum of the train split
+  B=(env OUT="$RUNS/boundary" MAX_VALUE=20 TEST_FRACTION=0.5 TRAIN_TOKENS=64 EVAL_TOKENS=64
+     TASKS=$BT N=$BN KS=$BKS GRPO_STEPS=$BSTEPS SFT_STEPS=$BSFT SFT_ROWS=$BROWS PY=$PY
+     "RLVR=$PY -m rlvr" "EVAL_EXTRA=--batch-size $BATCH")
+  mkdir -p "$RUNS/boundary"
+  for chain in base grpo "data sft sft_grpo"; do
+    timeout -s TERM -k 30 "$(left)" "${B[@]}" bash benchmarks/distill_passk.sh "$chain" \
+      > "$RUNS/boundary/${chain%% *}.log" 2>&1 &
+  done
+  N=0
+fi
 for name in "${!ARMS[@]}"; do
   timeout -s TERM -k 30 "$(left)" $R1 -o "$RUNS/$name" steps=$STEPS ${ARMS[$name]} \
     > "$RUNS/$name.log" 2>&1 &
@@ -107,7 +127,7 @@ EVAL="$PY -m rlvr eval --env arithmetic --env-arg n_terms=2 --env-arg max_value=
   --env-arg test_fraction=0.5 --env-arg prompt_style=chat --env-arg format_weight=0.5
   --n $N --k $NUMS --tasks $TASKS --max-tokens 64 --temperature 0.7 --batch-size $BATCH --no-progress"
 mkdir -p "$RUNS/passk"
-[ "${ARM_SET:-all}" = mu2 ] && N=0          # no pass@k runs in that set
+[ "${ARM_SET:-all}" = mu2 ] && N=0          # no pass@k pair in that set
 BASE_MODEL=smollm2; [ -n "$TINY" ] && BASE_MODEL=$(dirname "$MODEL")/tiny-model
 [ "$N" -gt 0 ] && timeout -s TERM -k 10 "$(left)" $EVAL --model "$BASE_MODEL" --tokenizer "$MODEL" \
   --label "base SmolLM2-135M" -o "$RUNS/passk/base.json" > "$RUNS/passk/base.log" 2>&1 &
@@ -121,7 +141,7 @@ command -v nvidia-smi >/dev/null && \
 SMI=$!
 while [ "$(jobs -rp | grep -vx "$SMI" | wc -l)" -gt 0 ]; do
   sleep 10
-  steps=$(for f in "$RUNS"/*/metrics.jsonl; do [ -f "$f" ] && echo "$(basename "$(dirname "$f")") $(wc -l < "$f")"; done | tr '\n' ' ')
+  steps=$(for f in "$RUNS"/*/metrics.jsonl "$RUNS"/boundary/*/metrics.jsonl; do [ -f "$f" ] && echo "$(basename "$(dirname "$f")") $(wc -l < "$f")"; done | tr '\n' ' ')
   say "steps so far: $steps"
 done
 kill "$SMI" 2>/dev/null
