@@ -27,14 +27,15 @@ SFT_ROWS=${SFT_ROWS:-2000}
 SFT_STEPS=${SFT_STEPS:-60}
 SEED=${SEED:-0}
 MAX_VALUE=${MAX_VALUE:-999}
-TEST_FRACTION=${TEST_FRACTION:-0.2}     # the environment's default; the main job holds out 0.5
 KS=${KS:-1,2,4,8,16,32,64}
 mkdir -p "$OUT"
 
 # Sums of two integers in [0, MAX_VALUE]: at 999 the base model rarely gets them exactly right.
-ENV_KWARGS='{"n_terms": 2, "max_value": '$MAX_VALUE', "ops": "+", "parentheses": false, "test_fraction": '$TEST_FRACTION', "prompt_style": "chat", "format_weight": 0.5}'
-ENV_ARGS=(--env arithmetic --env-arg n_terms=2 --env-arg max_value=$MAX_VALUE --env-arg ops=+ --env-arg test_fraction=$TEST_FRACTION
+# TEST_FRACTION (unset: the environment's 0.2) is the held-out share; the main job's is 0.5.
+ENV_KWARGS='{"n_terms": 2, "max_value": '$MAX_VALUE', "ops": "+", "parentheses": false, "prompt_style": "chat", "format_weight": 0.5'${TEST_FRACTION:+', "test_fraction": '$TEST_FRACTION}'}'
+ENV_ARGS=(--env arithmetic --env-arg n_terms=2 --env-arg max_value=$MAX_VALUE --env-arg ops=+
           --env-arg parentheses=False --env-arg prompt_style=chat --env-arg format_weight=0.5)
+[ -n "${TEST_FRACTION:-}" ] && ENV_ARGS+=(--env-arg test_fraction=$TEST_FRACTION)
 # The chat template that opens the think block, as the main job's (its recipe builds it).
 TOK=$($PY -c 'from pathlib import Path; from rlvr.trainer.models.loading import resolve_model
 from rlvr.trainer.recipes.r1zero import think_tokenizer; from rlvr.trainer.models.smollm import default_cache_dir

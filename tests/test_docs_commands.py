@@ -60,7 +60,7 @@ def _script_command(name: str) -> dict:
     for w in words:
         if w in array:
             body = re.search(rf"{array[w]}=\((.*?)\)", " ".join(_joined(text)), re.S).group(1)
-            expanded += shlex.split(body)
+            expanded += shlex.split(_expand(body, env))
         else:
             expanded.append(w)
     return _settings(expanded)
