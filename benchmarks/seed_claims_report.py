@@ -15,10 +15,12 @@ right / 8 and its advantage scale is the mean |advantage| over its 8 completions
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import math
 import shutil
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -64,15 +66,18 @@ def fit_exp_entropy(rows: list[dict]) -> dict:
     policy's mean token entropy H."""
     xs = [math.exp(r["entropy"]) for r in rows]
     ys = [r[ACCURACY] for r in rows]
-    mx, my = mean(xs), mean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    ss_tot = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or ss_tot == 0:         # a flat entropy or accuracy: no law to fit
+    try:
+        slope, b = statistics.linear_regression(xs, ys)
+        r = statistics.correlation(xs, ys)
+    except statistics.StatisticsError:      # a flat entropy or accuracy: no law to fit
         return {"a": None, "b": None, "r2": None, "steps": len(rows)}
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    b = my - slope * mx
-    ss_res = sum((y - (slope * x + b)) ** 2 for x, y in zip(xs, ys))
-    return {"a": -slope, "b": b, "r2": 1 - ss_res / ss_tot, "steps": len(rows)}
+    return {"a": -slope, "b": b, "r2": r * r, "steps": len(rows)}
+
+
+@functools.lru_cache(maxsize=None)
+def _logged(folder: Path) -> tuple:
+    """An arm's metrics rows, read once however often the report asks."""
+    return tuple(read_jsonl(folder / "metrics.jsonl"))
 
 
 def common_steps(arms: dict[str, Path]) -> dict[str, int]:
@@ -80,14 +85,14 @@ def common_steps(arms: dict[str, Path]) -> dict[str, int]:
     so faster arms got further; comparing their last steps would compare different steps)."""
     out: dict[str, int] = {}
     for name, d in arms.items():
-        n = len(read_jsonl(d / "metrics.jsonl"))
+        n = len(_logged(d))
         out[family(name)] = min(out.get(family(name), n), n)
     return out
 
 
 def metrics(arms: dict[str, Path], name: str) -> list[dict]:
     """The arm's steps up to its family's common step."""
-    return read_jsonl(arms[name] / "metrics.jsonl")[:common_steps(arms)[family(name)]]
+    return list(_logged(arms[name])[:common_steps(arms)[family(name)]])
 
 
 def entropy_summary(arms: dict[str, Path]) -> dict:
@@ -128,7 +133,7 @@ def norm_summary(arms: dict[str, Path], tokenizer) -> dict:
         per_step = [{"step": k, "right_len": mean(by_step[k][0]), "wrong_len": mean(by_step[k][1]),
                      "wrong": len(by_step[k][1])} for k in steps]
         scale = [{"solve_rate": sum(s["reward"] >= 1 for s in g) / len(g),
-                  "reward_spread": _std([s["reward"] for s in g]),
+                  "reward_spread": statistics.pstdev(s["reward"] for s in g),
                   "adv_scale": mean(abs(s["advantage"]) for s in g)}
                  for g in groups.values() if len(g) == 8]
         out[name] = {"steps": len(steps), "per_step": per_step, "groups": scale,
@@ -136,11 +141,6 @@ def norm_summary(arms: dict[str, Path], tokenizer) -> dict:
                                    mean(r["wrong_len"] for r in per_step[-TAIL:])),
                      "adv_scale_by_solve_rate": _by_rate(scale)}
     return out
-
-
-def _std(xs: list[float]) -> float:
-    m = sum(xs) / len(xs)
-    return math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
 
 
 def _by_rate(groups: list[dict]) -> dict[str, dict]:
