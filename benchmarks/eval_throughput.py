@@ -56,18 +56,41 @@ ENV_ARGS = {"n_terms": 2, "max_value": 20, "ops": "+", "test_fraction": 0.5,
             "prompt_style": "chat", "format_weight": 0.5}
 
 
-class _Before:
-    """The sampler as it was: a whole chunk per call, the KV cache grown by concatenation."""
+class _Unpacked:
+    """Decode steps through the model's own forward and the trainer's draw through
+    torch.multinomial itself, as before the packed decoder and the exponential race."""
 
     def __init__(self):
-        import rlvr.trainer.sampling.rollout as R
-        self.R, self.saved = R, R.preallocate
+        import rlvr.trainer.sampling.draws as D
+        from rlvr.trainer.forwards.decode import PackedDecoder
+        self.cls, self.saved = PackedDecoder, PackedDecoder.__dict__["build"]
+        self.D, self.saved_race = D, D._race_matches
 
     def __enter__(self):
+        self.cls.build = classmethod(lambda cls, model: None)
+        self.D._race_matches = lambda: False
+
+    def __exit__(self, *exc):
+        self.cls.build = self.saved
+        self.D._race_matches = self.saved_race
+
+
+class _Before(_Unpacked):
+    """The sampler as it was: a whole chunk per call, the KV cache grown by concatenation,
+    the model's own forward."""
+
+    def __init__(self):
+        super().__init__()
+        import rlvr.trainer.sampling.rollout as R
+        self.R, self.saved_prealloc = R, R.preallocate
+
+    def __enter__(self):
+        super().__enter__()
         self.R.preallocate = lambda cache, room: None
 
     def __exit__(self, *exc):
-        self.R.preallocate = self.saved
+        super().__exit__()
+        self.R.preallocate = self.saved_prealloc
 
 
 class BeforeEvalSampler:
@@ -122,16 +145,29 @@ def llama_single_stream(tok, tasks, per_task, max_tokens, temperature, threads):
     return completions, tokens
 
 
+def _run_in(context, fn):
+    with context:
+        return fn()
+
+
+def _digest(seqs: list[list[int]]) -> str:
+    """A short fingerprint of the sampled token ids (equal digests: the same samples)."""
+    import hashlib
+    return hashlib.sha256(json.dumps(seqs).encode()).hexdigest()[:12]
+
+
 def timed(name: str, fn) -> dict:
     load0, w0, c0 = os.getloadavg()[0], time.perf_counter(), time.process_time()
-    completions, tokens = fn()
+    completions, tokens, *digest = fn()
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     row = {"side": name, "completions": completions, "tokens": tokens, "wall_s": wall,
            "cpu_s": cpu, "completions_per_s": completions / wall, "tokens_per_s": tokens / wall,
-           "tokens_per_cpu_s": tokens / cpu, "load": [load0, os.getloadavg()[0]]}
+           "tokens_per_cpu_s": tokens / cpu, "load": [load0, os.getloadavg()[0]],
+           "samples_digest": digest[0] if digest else None}
     print(f"{name:<22}{completions:5d} completions {tokens:6d} tokens  wall {wall:7.1f} s "
           f"({completions / wall:6.2f} compl/s, {tokens / wall:7.1f} tok/s)  cpu {cpu:7.1f} s "
-          f"({tokens / cpu:7.1f} tok/cpu-s)  load {load0:.1f}->{row['load'][1]:.1f}", flush=True)
+          f"({tokens / cpu:7.1f} tok/cpu-s)  load {load0:.1f}->{row['load'][1]:.1f}"
+          + (f"  samples {digest[0]}" if digest else ""), flush=True)
     return row
 
 
@@ -168,12 +204,17 @@ def main() -> None:
         def rollout():
             r = generate(model, tok, train, 8, L, T, share_prefix=True, seeds=[0, 1, 2, 3],
                          with_entropy=True)
-            return len(r), sum(map(len, r.completion_ids))
+            return len(r), sum(map(len, r.completion_ids)), _digest(r.completion_ids)
 
         def rollout_before():
             with _Before():
                 return rollout()
-        for side, fn in (("rlvr", rollout), ("rlvr-before", rollout_before),
+
+        def rollout_unpacked():
+            with _Unpacked():
+                return rollout()
+        for side, fn in (("rlvr", rollout), ("rlvr-unpacked", rollout_unpacked),
+                         ("rlvr-before", rollout_before),
                          ("hf-generate", lambda: hf_loop(model, tok, train, 8, L, T))):
             if side in sides:
                 rows.append({"workload": "rollout 4x8", **timed(f"rollout {side}", fn)})
@@ -190,6 +231,9 @@ def main() -> None:
             LocalSampler(m, tok, args.batch_size, continuous=True, draw=draw))
         work = {"rlvr": lambda: run_eval(LocalSampler(model, tok)),
                 "rlvr-continuous": lambda: continuous(model),
+                "rlvr-unpacked": lambda: _run_in(_Unpacked(), lambda: continuous(model)),
+                "rlvr-bf16-unpacked": lambda: _run_in(_Unpacked(), lambda: continuous(
+                    copy.deepcopy(model).to(torch.bfloat16))),
                 "rlvr-multinomial": lambda: continuous(model, "multinomial"),
                 "rlvr-bf16": lambda: continuous(copy.deepcopy(model).to(torch.bfloat16)),
                 "rlvr-before": lambda: run_eval(BeforeEvalSampler(model, tok)),

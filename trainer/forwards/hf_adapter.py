@@ -25,7 +25,7 @@ __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "c
            "join_rows", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
            "layer_call_cache", "checkpoint_with_replay",
-           "attention_implementation", "decoder_layers", "layer_index"]
+           "attention_implementation", "decoder_layers", "layer_index", "decoder_parts"]
 
 
 class ContractError(RuntimeError):
@@ -221,6 +221,21 @@ def decoder_layers(model) -> nn.ModuleList:
 def layer_index(layer) -> int:
     """The index under which a decoder layer reads and writes the KV cache."""
     return layer.self_attn.layer_idx
+
+
+def decoder_parts(model) -> dict:
+    """A Llama-family model's pieces by name (trainer/forwards/decode.py recomputes its decode
+    step from them): `embed`, `layers` (each with self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj
+    and act_fn, input_layernorm, post_attention_layernorm), `norm`, `rotary` (called as
+    rotary(x, position_ids) -> (cos, sin)), `head`, and `apply_rotary` (the modeling module's
+    apply_rotary_pos_emb). Raises AttributeError where the model is laid out otherwise."""
+    import sys
+    base = base_model(model)
+    inner = base.model
+    layers = inner.layers[:base.config.num_hidden_layers]
+    return {"embed": inner.embed_tokens, "layers": layers, "norm": inner.norm,
+            "rotary": inner.rotary_emb, "head": base.lm_head,
+            "apply_rotary": sys.modules[type(layers[0].self_attn).__module__].apply_rotary_pos_emb}
 
 
 # --- activation checkpointing that keeps a KV cache exact -----------------------------------

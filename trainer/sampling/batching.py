@@ -21,7 +21,8 @@ from collections import deque
 
 import torch
 
-from rlvr.trainer.forwards.hf_adapter import cache_kwarg, join_rows, repeat_rows, select_rows
+from rlvr.trainer.forwards.decode import decode_step
+from rlvr.trainer.forwards.hf_adapter import join_rows, repeat_rows, select_rows
 from rlvr.trainer.sampling.rollout import _pick, prefill
 
 __all__ = ["sample_refilling"]
@@ -31,17 +32,20 @@ __all__ = ["sample_refilling"]
 def sample_refilling(model, prompts: list[list[int]], G: int, max_new: int, eos: set[int],
                      pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
                      greedy: bool = False, seeds: list[int] | None = None,
-                     max_rows: int = 256, draw: str = "multinomial") -> list[list[int]]:
+                     max_rows: int = 256, draw: str = "multinomial",
+                     packed: bool = True) -> list[list[int]]:
     """G completions per prompt (rows g*G .. g*G+G-1 for prompt g, uncut at EOS), decoded
     in one batch of at most `max_rows` rows (one group when G is larger) that admits waiting
     prompts as rows finish. `seeds`: one per prompt; its group draws from its own generator.
-    `draw`: how tokens are drawn (`draws.DRAWS`: the same law, different random streams)."""
+    `draw`: how tokens are drawn (`draws.DRAWS`: the same law, different random streams).
+    `packed`: decode steps through the packed decoder where it applies
+    (trainer/forwards/decode.py), else the model's forward."""
     device = next(model.parameters()).device
     gens = None if seeds is None or greedy else \
         [torch.Generator(device).manual_seed(s) for s in seeds]
     out: list[list[int]] = [[] for _ in range(len(prompts) * G)]
     waiting = deque(range(len(prompts)))
-    state = _Batch(model, device)
+    state = _Batch(model, device, decode_step(model, packed))
     while waiting or state.live:
         admit = []
         while waiting and (state.live_count + (len(admit) + 1) * G <= max_rows
@@ -72,8 +76,8 @@ class _Batch:
     """The running rows: their KV cache, 2-D attention mask, next positions, last logits and
     which output row each batch row writes to (None: finished, still in the cache)."""
 
-    def __init__(self, model, device):
-        self.model, self.device = model, device
+    def __init__(self, model, device, step):
+        self.model, self.device, self.step = model, device, step
         self.cache = self.attn = self.pos = self.logits = None
         self.rows: list[int | None] = []
 
@@ -133,7 +137,4 @@ class _Batch:
     def forward(self, tokens: torch.Tensor) -> None:
         """One decode step for every row (finished rows get padding, their output unused)."""
         self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], 1)
-        out = self.model(input_ids=tokens[:, None], attention_mask=self.attn,
-                         position_ids=self.pos[:, None], use_cache=True,
-                         **{cache_kwarg(self.model): self.cache})
-        self.logits, self.pos = out.logits[:, -1], self.pos + 1
+        self.logits, self.pos = self.step(tokens, self.attn, self.pos, self.cache), self.pos + 1

@@ -5,7 +5,8 @@ Two exact ways to draw from the same law, with different random streams:
   multinomial   `torch.multinomial`: one exponential variate per vocabulary entry per row (an
                 exponential race), 49,152 random numbers and logarithms per row for SmolLM2.
                 The trainer's rollouts use it: their samples, and every result computed from
-                them, depend on this stream.
+                them, depend on this stream. On a CPU it is computed by `exponential_race`,
+                the same numbers from the same generator, bit for bit, in less time.
   inverse_cdf   one uniform variate per row against the cumulative distribution (the textbook
                 inverse-transform method, Devroye 1986, "Non-Uniform Random Variate Generation",
                 ch. II.2): a few passes over the row instead of a random number per entry, about
@@ -21,11 +22,12 @@ more than ~1e-7 below the running total: such tokens would never be drawn.)
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 import torch
 
-__all__ = ["DRAWS", "draw_tokens", "inverse_cdf"]
+__all__ = ["DRAWS", "draw_tokens", "exponential_race", "inverse_cdf"]
 
 DRAWS = ("multinomial", "inverse_cdf")
 _BLOCK = 256
@@ -57,6 +59,46 @@ def inverse_cdf(weights: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     return (j * _BLOCK + k)[:, 0]
 
 
+@torch.no_grad()
+def exponential_race(weights: torch.Tensor, gens: list, sizes: list[int]) -> torch.Tensor:
+    """[B] token ids equal, bit for bit, to `torch.multinomial(w, 1, generator=gen)` for each
+    run of `sizes[k]` rows of `weights` [B, V] (CPU) and its generator `gens[k]`, leaving each
+    generator where torch.multinomial leaves it.
+
+    torch.multinomial draws one token as argmax(w / q), q ~ Exp(1) per entry, and on a CPU
+    makes q with one serial loop: a uniform double u from the generator and -log1p(-u) per
+    entry (`exponential_`). Here the uniforms come from the same generator in the same order
+    (`torch.rand`, float64) and the logarithms, the division and the argmax run vectorised and
+    across threads, for every run at once: about a third of the time at 8 x 49,152 entries.
+    `_race_matches` checks the premise against torch on this build; `draw_tokens` uses
+    torch.multinomial where it does not hold."""
+    _check_weights(weights)
+    V = weights.size(-1)
+    u = torch.cat([torch.rand((n, V), dtype=torch.float64, generator=g) for g, n in
+                   zip(gens, sizes)])
+    q = u.neg_().log1p_().neg_().float()
+    return torch.div(weights, q, out=q).argmax(-1)
+
+
+def _check_weights(weights: torch.Tensor) -> None:
+    """torch.multinomial's refusals: a non-finite or negative weight, a row without weight."""
+    if not (weights.max() < float("inf") and weights.min() >= 0):
+        raise ValueError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (weights.sum(-1) == 0).any():
+        raise ValueError("invalid multinomial distribution (sum of probabilities <= 0)")
+
+
+@functools.cache
+def _race_matches() -> bool:
+    """Whether `exponential_race` reproduces torch.multinomial on this torch build (its
+    exponential variates could change between releases)."""
+    w = torch.rand(3, 4099, generator=torch.Generator().manual_seed(7)) ** 8
+    mine_g, torch_g = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+    mine = exponential_race(w, [mine_g], [3])
+    theirs = torch.multinomial(w, 1, generator=torch_g).squeeze(-1)
+    return torch.equal(mine, theirs) and torch.equal(mine_g.get_state(), torch_g.get_state())
+
+
 def draw_tokens(weights: torch.Tensor, draw: str, groups: list[int] | None = None,
                 gens: list | None = None) -> torch.Tensor:
     """[B] token ids from each row's distribution ∝ `weights` [B, V] by method `draw`. With
@@ -68,6 +110,9 @@ def draw_tokens(weights: torch.Tensor, draw: str, groups: list[int] | None = Non
     if draw == "multinomial":
         if gens is None:
             return torch.multinomial(weights, 1).squeeze(-1)
+        if weights.device.type == "cpu" and weights.dtype == torch.float32 and _race_matches():
+            return exponential_race(weights.contiguous(), [gens[g] for g, _ in runs],
+                                    [n for _, n in runs])
         parts = [torch.multinomial(w, 1, generator=gens[g])
                  for (g, _), w in zip(runs, weights.split([n for _, n in runs]))]
         return torch.cat(parts).squeeze(-1)

@@ -15,7 +15,8 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from rlvr.trainer.forwards.hf_adapter import cache_kwarg, preallocate, repeat_rows, returned_cache, select_rows
+from rlvr.trainer.forwards.decode import decode_step
+from rlvr.trainer.forwards.hf_adapter import preallocate, repeat_rows, returned_cache, select_rows
 from rlvr.trainer.forwards.prefix import SharedPrefix, one_pass, prompt_forward
 from rlvr.trainer.sampling.draws import draw_tokens
 from rlvr.trainer.sampling.prompts import tool_prompt
@@ -160,7 +161,8 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
              temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
              batch_size: int = 0, share_prefix: bool = False,
              seeds: list[int] | None = None, with_entropy: bool = False,
-             record: "TokenRecord | None" = None, draw: str = "multinomial") -> Rollout:
+             record: "TokenRecord | None" = None, draw: str = "multinomial",
+             packed: bool = True) -> Rollout:
     """Sample `group_size` completions per task.
 
     Completions are cut after their first EOS (kept: the model must learn to stop) and marked
@@ -178,6 +180,8 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
     (`Rollout.sampler_logp`, `Rollout.token_versions`), weights swapped between tokens.
     `draw` (shared-prefix sampler only): how tokens are drawn (`draws.DRAWS`); the trainer's
     rollouts keep "multinomial", whose random stream their results depend on.
+    `packed` (shared-prefix sampler only): decode steps through the packed decoder where it
+    applies (trainer/forwards/decode.py: the same function up to float rounding, faster).
     """
     if seeds is not None and len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
@@ -203,7 +207,7 @@ def generate(model, tokenizer, tasks: list[Task], group_size: int, max_new_token
             seqs = sample_shared_prefix(model, chunk, group_size, max_new_tokens, eos,
                                         tokenizer.pad_token_id, temperature, top_p, greedy,
                                         seeds=chunk_seeds, entropies=entropies, record=record,
-                                        draw=draw)
+                                        draw=draw, packed=packed)
         else:
             with _seeded(chunk_seeds[0] if chunk_seeds else None, model):
                 seqs = _hf_generate(model, chunk, group_size, max_new_tokens, eos,
@@ -340,7 +344,7 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
                          greedy: bool = False, seeds: list[int] | None = None,
                          entropies: list | None = None,
                          record: TokenRecord | None = None,
-                         draw: str = "multinomial") -> list[list[int]]:
+                         draw: str = "multinomial", packed: bool = True) -> list[list[int]]:
     """Decode G completions per prompt with a KV cache: each prompt is prefilled once (a prefix
     common to all prompts once for all: `prefill`) and its cache repeated G times (plain
     `generate` prefills every copy), and rows that emitted EOS leave the batch at once (plain
@@ -348,7 +352,9 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     `seeds`: one per prompt; its group samples from its own generator.
     `entropies`: a list that receives, per row, its tokens' sampling entropies.
     `record`: each token's log-prob and weight version (`TokenRecord`).
-    `draw`: how tokens are drawn (`draws.DRAWS`)."""
+    `draw`: how tokens are drawn (`draws.DRAWS`).
+    `packed`: decode steps through `PackedDecoder` where it applies (the same function, less
+    time; trainer/forwards/decode.py), else the model's forward."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     version = record.refresh() if record is not None else None
@@ -358,27 +364,28 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     attn = attn.repeat_interleave(G, 0)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
                          top_p, greedy, [row // G for row in range(len(prompts) * G)], gens,
-                         entropies, record, version, draw)
+                         entropies, record, version, draw, packed)
 
 
 @torch.no_grad()
 def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: set[int],
                          pad_id: int, temperature: float = 1.0, top_p: float = 1.0,
-                         greedy: bool = False, seeds: list[int] | None = None) -> list[list[int]]:
+                         greedy: bool = False, seeds: list[int] | None = None,
+                         packed: bool = True) -> list[list[int]]:
     """One continuation per context (row i from its own generator `seeds[i]`), the contexts'
-    common prefix prefilled once (`rollout.prefill`)."""
+    common prefix prefilled once (`rollout.prefill`); `packed` as in `sample_shared_prefix`."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     cache, logits, attn = prefill(model, contexts, pad_id)
     return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
-                         top_p, greedy, list(range(len(contexts))), gens)
+                         top_p, greedy, list(range(len(contexts))), gens, packed=packed)
 
 
 def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
                   temperature: float, top_p: float, greedy: bool, group_of: list[int],
                   gens: list | None, entropies: list | None = None,
                   record: TokenRecord | None = None, version: int | None = None,
-                  draw: str = "multinomial") -> list[list[int]]:
+                  draw: str = "multinomial", packed: bool = True) -> list[list[int]]:
     """Sample up to `max_new` tokens per row from prefilled state (`logits` [B, V] of each
     row's last position, its `cache`, 2-D `attn` mask and next position `pos`); a row that
     emits EOS leaves the batch at once. Row i samples from gens[group_of[i]].
@@ -388,9 +395,11 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
     `record.refresh()` before each forward may swap the weights in place (the cached keys and
     values of earlier tokens stay those of the older weights, as in PipelineRL's in-flight
     weight updates, Piche et al. 2025; the recorded log-probs are the distribution each token
-    was actually drawn from, which is what the importance correction needs)."""
+    was actually drawn from, which is what the importance correction needs).
+    `packed`: `decode_step`'s packed decoder where it applies (repacked when `record.refresh()`
+    brings new weights), else the model's forward."""
     device = logits.device
-    cache_kw = cache_kwarg(model)
+    step, built = decode_step(model, packed), version
     preallocate(cache, max_new)      # each step writes one column instead of copying the cache
     # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
     # is the only synchronisation (GPU kernels queue ahead otherwise).
@@ -425,9 +434,9 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
         attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
         if record is not None:
             version = record.refresh()
-        out = model(input_ids=tok[:, None], attention_mask=attn, position_ids=pos[:, None],
-                    use_cache=True, **{cache_kw: cache})
-        logits, pos = out.logits[:, -1], pos + 1
+            if version != built:               # new weights: pack them
+                step, built = decode_step(model, packed), version
+        logits, pos = step(tok, attn, pos, cache), pos + 1
     return seqs
 
 

@@ -1,0 +1,137 @@
+"""The sampler's fast paths compute what the plain ones do: the packed decode step is the
+model's forward up to float rounding, and the exponential race is torch.multinomial bit for bit."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rlvr.trainer.forwards.decode import PackedDecoder, decode_step
+from rlvr.trainer.forwards.hf_adapter import preallocate, returned_cache
+from rlvr.trainer.sampling.draws import draw_tokens, exponential_race
+
+
+def _llama(**kw):
+    from transformers import LlamaForCausalLM
+    from rlvr.trainer.models.tiny import _tokenizer, tiny_llama_config
+    torch.manual_seed(0)
+    cfg = tiny_llama_config(_tokenizer(), layers=3, hidden=48, heads=6, kv_heads=2, **kw)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def _qwen2():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=120, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    model = Qwen2ForCausalLM(cfg).eval()
+    with torch.no_grad():                    # biases that matter (q, k, v have them)
+        for layer in model.model.layers:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                proj.bias.normal_(0, 0.5)
+    return model
+
+
+def _continue(model, step, steps: int = 5):
+    """Two rows (one left-padded), prefilled by the model, then `steps` decode steps through
+    `step`: the logits of each step [steps, 2, V]."""
+    ids = torch.tensor([[0, 0, 7, 8, 9], [3, 4, 5, 6, 7]])
+    attn = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    pos = attn.cumsum(-1) - 1
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=attn, position_ids=pos.clamp(min=0),
+                    use_cache=True)
+        cache, pos = returned_cache(out), attn.sum(-1)
+        preallocate(cache, 2)                          # and out of room: the buffer doubles
+        tok, logits = out.logits[:, -1].argmax(-1), []
+        for _ in range(steps):
+            attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
+            logits.append(step(tok, attn, pos, cache))
+            tok, pos = logits[-1].argmax(-1), pos + 1
+    return torch.stack(logits)
+
+
+@pytest.mark.parametrize("make", [_llama, _qwen2], ids=["llama-gqa", "qwen2-bias"])
+def test_the_packed_decoder_computes_the_models_forward(make, one_torch_thread):
+    model = make()
+    packed = PackedDecoder.build(model)
+    assert packed is not None
+    plain = _continue(model, decode_step(model, packed=False))
+    fast = _continue(model, packed)
+    assert fast.shape == plain.shape
+    torch.testing.assert_close(fast, plain, rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(plain[0], plain[-1])          # the steps saw different contexts
+
+
+def test_a_decoder_that_differs_from_the_forward_is_not_used(monkeypatch, one_torch_thread):
+    # the probe at build time compares with the model's forward: an error of 1e-2 in the
+    # logits (a wrong rotary, a missed bias) sends the sampler back to the model
+    model = _llama()
+    real = PackedDecoder.__call__
+    monkeypatch.setattr(PackedDecoder, "__call__",
+                        lambda self, *a: real(self, *a) + 1e-2 * torch.arange(a[0].numel())[:, None])
+    assert PackedDecoder.build(model) is None
+    assert not isinstance(decode_step(model), PackedDecoder)
+
+
+def test_shapes_it_does_not_know_run_the_models_forward(one_torch_thread):
+    from peft import LoraConfig, get_peft_model
+    from transformers import GPT2Config, GPT2LMHeadModel
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=32, n_layer=1, n_head=2)).eval()
+    lora = get_peft_model(_llama(), LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    window = _llama()
+    window.config.model_type, window.config.sliding_window = "mistral", 4
+    for model in (gpt2, lora, window):
+        assert PackedDecoder.build(model) is None
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert PackedDecoder.build(_llama()) is None     # autocast: another precision
+
+
+def test_sampling_draws_the_same_tokens_packed_or_not(one_torch_thread):
+    from rlvr.trainer.sampling.batching import sample_refilling
+    from rlvr.trainer.sampling.rollout import sample_shared_prefix
+    model = _llama()
+    prompts = [[5, 6, 7, 8, 9, 10], [5, 6, 7, 11], [5, 6, 12, 13, 14]]
+    eos = {2}
+    for draw in ("multinomial", "inverse_cdf"):
+        run = lambda packed: sample_shared_prefix(model, prompts, 4, 12, eos, 0, 1.3,
+                                                  seeds=[1, 2, 3], draw=draw, packed=packed)
+        assert run(True) == run(False)
+        refill = lambda packed: sample_refilling(model, prompts, 4, 12, eos, 0, 1.3,
+                                                 seeds=[1, 2, 3], max_rows=6, draw=draw,
+                                                 packed=packed)
+        assert refill(True) == refill(False)
+
+
+def _multinomial(weights, gens, sizes):
+    return torch.cat([torch.multinomial(w, 1, generator=g) for w, g in
+                      zip(weights.split(sizes), gens)]).squeeze(-1)
+
+
+@pytest.mark.parametrize("shape", ["peaked", "flat", "zeros"])
+def test_the_exponential_race_is_torch_multinomial_bit_for_bit(shape):
+    sizes = [8, 3, 1, 5]
+    for seed in range(6):
+        g = torch.Generator().manual_seed(seed)
+        logits = torch.randn(sum(sizes), 3001, generator=g)
+        weights = {"peaked": torch.softmax(logits * 6, -1), "flat": torch.softmax(logits, -1),
+                   "zeros": torch.softmax(logits, -1) * (logits > 0.5)}[shape]
+        mine = [torch.Generator().manual_seed(100 * seed + k) for k in range(len(sizes))]
+        theirs = [torch.Generator().manual_seed(100 * seed + k) for k in range(len(sizes))]
+        for _ in range(3):            # consecutive draws: the generators stay in step
+            assert torch.equal(exponential_race(weights, mine, sizes),
+                               _multinomial(weights, theirs, sizes))
+        assert all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(mine, theirs))
+
+
+def test_the_trainers_draw_uses_the_race_and_refuses_what_multinomial_refuses():
+    weights = torch.softmax(torch.randn(6, 500), -1)
+    groups, gens = [0, 0, 0, 1, 1, 1], [torch.Generator().manual_seed(s) for s in (4, 5)]
+    want = _multinomial(weights, [torch.Generator().manual_seed(s) for s in (4, 5)], [3, 3])
+    assert torch.equal(draw_tokens(weights, "multinomial", groups, gens), want)
+    for bad in (float("nan"), float("inf"), -1.0):
+        w = weights.clone()
+        w[1, 3] = bad
+        with pytest.raises(ValueError):
+            exponential_race(w, gens, [3, 3])
+    with pytest.raises(ValueError):
+        exponential_race(torch.zeros(2, 5), gens[:1], [2])

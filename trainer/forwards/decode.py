@@ -1,0 +1,204 @@
+"""The sampler's decode step: one new token per row through a Llama-family decoder, cheaply.
+
+A decode step multiplies a few rows by every weight matrix once. Through the model's own
+forward on a CPU in float32, about half of the step is spent outside those products: each of
+a block's seven linear layers has MKL's GEMM pack its weight into panels on every call, the
+keys and values of a grouped-query cache are copied once per query head (`repeat_kv`) before
+attention, and a 4-D mask and the module calls cost Python time per layer. `PackedDecoder`
+runs the same maths with the weights fused (q|k|v, gate|up) and packed once per generation
+call in the layout oneDNN's GEMM reads (the packing PyTorch's inductor does for frozen CPU
+graphs), and attention computed per key-value head on the cache the sampler already keeps
+(hf_adapter's preallocated layers). Norms, rotary embeddings and the MLP's activation are the
+model's own modules and functions. It is used for float32 models on a CPU, where it measured
+faster; in bfloat16 the model's forward already runs oneDNN and was not slower.
+
+It is speed code: the same function as the model's forward up to float rounding (a few 1e-6
+in the logits; the GEMMs sum in another order), so a token drawn where two are that close can
+differ. `PackedDecoder.build` compares it with the model's forward on a probe and returns None
+when they differ or the model is not a shape it knows; the sampler then calls the model's
+forward (tests/test_decode.py).
+"""
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlvr.trainer.forwards.hf_adapter import (base_model, cache_kwarg, cache_layer,
+                                              decoder_parts, layer_index, preallocate,
+                                              returned_cache)
+
+__all__ = ["PackedDecoder", "decode_step"]
+
+# Decoders whose block is: x + o(attn(rope(q), rope(k), v)) then x + down(act(gate) * up),
+# each sub-layer after an RMSNorm, with full (not sliding-window) causal attention.
+_FAMILIES = ("llama", "mistral", "qwen2")
+# How far the probe's logits may be from the forward's, relative to their largest: float32
+# rounding in another summation order (measured ~6e-6 on SmolLM2-135M).
+_TOLERANCE = 1e-4
+
+
+class _Linear:
+    """y = x W^T + b with W packed once in oneDNN's layout (the model's forward has MKL repack
+    it on every call); a plain F.linear where PyTorch was built without oneDNN."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None):
+        self.bias = bias
+        self.packed = torch.backends.mkldnn.is_available()
+        self.weight = torch.ops.mkldnn._reorder_linear_weight(weight) if self.packed else weight
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed:
+            return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
+        return F.linear(x, self.weight, self.bias)
+
+
+def _fused(*layers: nn.Linear) -> _Linear:
+    weight = torch.cat([l.weight.detach() for l in layers]).contiguous()
+    biases = [l.bias for l in layers]
+    bias = None if all(b is None for b in biases) else torch.cat(
+        [b.detach() if b is not None else l.weight.new_zeros(l.out_features)
+         for l, b in zip(layers, biases)])
+    return _Linear(weight, bias)
+
+
+class _Block:
+    """One decoder block's weights, fused and packed, and its model modules."""
+
+    def __init__(self, layer):
+        attn, mlp = layer.self_attn, layer.mlp
+        self.norm1, self.norm2, self.act = layer.input_layernorm, layer.post_attention_layernorm, \
+            mlp.act_fn
+        self.qkv = _fused(attn.q_proj, attn.k_proj, attn.v_proj)
+        self.split = (attn.q_proj.out_features, attn.k_proj.out_features,
+                      attn.v_proj.out_features)
+        self.o = _fused(attn.o_proj)
+        self.gate_up = _fused(mlp.gate_proj, mlp.up_proj)
+        self.down = _fused(mlp.down_proj)
+        self.idx, self.scaling = layer_index(layer), attn.scaling
+
+
+class PackedDecoder:
+    """`decoder(tokens [B], attn [B, L + 1], pos [B], cache) -> logits [B, V]`: the model's
+    forward for one new token per row (what `model(input_ids=tokens[:, None],
+    attention_mask=attn, position_ids=pos[:, None], cache=cache, use_cache=True).logits[:, -1]`
+    computes), appending each row's key and value to `cache`'s preallocated layers."""
+
+    def __init__(self, model):
+        parts, cfg = decoder_parts(model), base_model(model).config
+        self.embed, self.norm, self.rotary = parts["embed"], parts["norm"], parts["rotary"]
+        self.blocks = [_Block(layer) for layer in parts["layers"]]
+        self.head = _fused(parts["head"])
+        self.head_dim = self.blocks[0].split[0] // cfg.num_attention_heads
+        self.kv_heads = cfg.num_key_value_heads
+        self.rope = parts["apply_rotary"]
+
+    @classmethod
+    def build(cls, model) -> "PackedDecoder | None":
+        """The decoder for `model`'s current weights, or None when `model` is not a shape it
+        knows or the probe did not match the model's forward (then use the model). The probe
+        runs once per model; the weights are packed on every call (they change between
+        updates)."""
+        if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
+            return None         # autocast changes the forward's precision; ours does not
+        try:
+            if not _known_shape(model):
+                return None
+            decoder = cls(model)
+            if model not in _PROBED:
+                _PROBED[model] = decoder._matches(model)
+            ok = _PROBED[model]
+        except Exception:     # an internal moved: the model's own forward still works
+            return None
+        return decoder if ok else None
+
+    @torch.no_grad()
+    def __call__(self, tokens: torch.Tensor, attn: torch.Tensor, pos: torch.Tensor,
+                 cache) -> torch.Tensor:
+        B = tokens.size(0)
+        x = self.embed(tokens[:, None])                           # [B, 1, H]
+        cos, sin = self.rotary(x, pos[:, None])
+        bias = torch.zeros(attn.shape, dtype=x.dtype, device=attn.device)
+        bias.masked_fill_(attn == 0, float("-inf"))
+        bias = bias[:, None, None, :]                              # [B, 1, 1, L + 1]
+        d, kv = self.head_dim, self.kv_heads
+        for blk in self.blocks:
+            h = blk.norm1(x)[:, 0]
+            q, k, v = blk.qkv(h).split(blk.split, -1)
+            q, k = self.rope(q.view(B, -1, 1, d), k.view(B, kv, 1, d), cos, sin)
+            keys, values = cache_layer(cache, blk.idx).update(k, v.view(B, kv, 1, d))
+            q = q.view(B, kv, -1, d)                               # query heads by KV head
+            scores = torch.matmul(q, keys.transpose(-1, -2)) * blk.scaling + bias
+            o = torch.matmul(torch.softmax(scores, -1), values).reshape(B, -1)
+            x = x + blk.o(o)[:, None]
+            gate, up = blk.gate_up(blk.norm2(x)[:, 0]).chunk(2, -1)
+            x = x + blk.down(blk.act(gate) * up)[:, None]
+        return self.head(self.norm(x)[:, 0])
+
+    def _matches(self, model) -> bool:
+        """Two rows (one left-padded) continued by two decode steps, against the forward."""
+        device = next(model.parameters()).device
+        ids = torch.tensor([[0, 1, 2, 3], [5, 6, 7, 8]], device=device) % self.embed.num_embeddings
+        attn = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]], device=device)
+        kw = cache_kwarg(model)
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=attn, use_cache=True, logits_to_keep=1)
+            mine, theirs = returned_cache(out), returned_cache(
+                model(input_ids=ids, attention_mask=attn, use_cache=True, logits_to_keep=1))
+            preallocate(mine, 4)
+            pos = attn.sum(-1)
+            for tok in ([9, 4], [2, 11]):
+                tok = torch.tensor(tok, device=device) % self.embed.num_embeddings
+                attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
+                got = self(tok, attn, pos, mine)
+                want = model(input_ids=tok[:, None], attention_mask=attn,
+                             position_ids=pos[:, None], use_cache=True,
+                             **{kw: theirs}).logits[:, -1]
+                err = (got - want).abs().max()
+                if not err <= _TOLERANCE * (1 + want.abs().max()):
+                    return False
+                pos = pos + 1
+        return True
+
+
+def _known_shape(model) -> bool:
+    """A float32 CPU model of a family above, laid out as `decoder_parts` reads it, with plain
+    linear layers (raises where the layout differs)."""
+    base = base_model(model)
+    cfg = getattr(base, "config", None)
+    weight = next(base.parameters())
+    if weight.device.type != "cpu" or weight.dtype != torch.float32:
+        return False       # measured faster only there (bfloat16 was not: benchmarks/README.md)
+    if getattr(cfg, "model_type", None) not in _FAMILIES:
+        return False
+    if getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True):
+        return False            # a window's cache positions do not line up with ours
+    if getattr(cfg, "attention_dropout", 0.0) or getattr(cfg, "pretraining_tp", 1) != 1:
+        return False
+    parts = decoder_parts(model)
+    linears = [parts["head"]] + [getattr(part, name) for layer in parts["layers"] for part, names
+                                 in ((layer.self_attn, ("q_proj", "k_proj", "v_proj", "o_proj")),
+                                     (layer.mlp, ("gate_proj", "up_proj", "down_proj")))
+                                 for name in names]
+    return all(type(m) is nn.Linear for m in linears)     # not LoRA-wrapped or quantized
+
+
+# model -> whether its probe matched
+_PROBED: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDictionary()
+
+
+def decode_step(model, packed: bool = True):
+    """`step(tokens [B], attn [B, L + 1], pos [B], cache) -> logits [B, V]`, one new token per
+    row continuing `cache`: the `PackedDecoder` of `model`'s current weights when `packed` and
+    it applies, else the model's own forward."""
+    decoder = PackedDecoder.build(model) if packed else None
+    if decoder is not None:
+        return decoder
+    kw = cache_kwarg(model)
+
+    def forward(tokens, attn, pos, cache):
+        return model(input_ids=tokens[:, None], attention_mask=attn, position_ids=pos[:, None],
+                     use_cache=True, **{kw: cache}).logits[:, -1]
+    return forward
