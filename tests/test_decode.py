@@ -2,6 +2,8 @@
 model's forward up to float rounding, and the exponential race is torch.multinomial bit for bit."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -67,10 +69,14 @@ def test_a_decoder_that_differs_from_the_forward_is_not_used(monkeypatch, one_to
     # logits (a wrong rotary, a missed bias) sends the sampler back to the model
     model = _llama()
     real = PackedDecoder.__call__
-    monkeypatch.setattr(PackedDecoder, "__call__",
-                        lambda self, *a: real(self, *a) + 1e-2 * torch.arange(a[0].numel())[:, None])
-    assert PackedDecoder.build(model) is None
-    assert not isinstance(decode_step(model), PackedDecoder)
+    off = lambda self, *a: real(self, *a) + 1e-2 * torch.arange(a[0].numel())[:, None]
+    monkeypatch.setattr(PackedDecoder, "__call__", off)
+    with pytest.warns(RuntimeWarning, match="packed decode step is off for this "
+                                           "LlamaForCausalLM.*differ from the forward"):
+        assert PackedDecoder.build(model) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # said once per model, not per call
+        assert not isinstance(decode_step(model), PackedDecoder)
 
 
 def test_shapes_it_does_not_know_run_the_models_forward(one_torch_thread):
@@ -135,3 +141,32 @@ def test_the_trainers_draw_uses_the_race_and_refuses_what_multinomial_refuses():
             exponential_race(w, gens, [3, 3])
     with pytest.raises(ValueError):
         exponential_race(torch.zeros(2, 5), gens[:1], [2])
+
+
+def test_new_weights_mid_generation_are_packed_again(one_torch_thread):
+    # partial rollouts swap the weights in place between tokens (`TokenRecord.refresh`): the
+    # packed decoder must repack them, so that each token's log-prob is the one the model's
+    # own forward gives under the weights of that moment (norms and embeddings change in
+    # place too, so a stale pack would be a mixture of both versions)
+    from rlvr.trainer.sampling.rollout import TokenRecord, sample_shared_prefix
+    model = _llama()
+    old = {k: v.clone() for k, v in model.state_dict().items()}
+    new = {k: v + 0.3 * torch.randn_like(v) for k, v in old.items()}
+
+    def run(packed):
+        model.load_state_dict(old)
+        calls = []
+
+        def refresh():
+            calls.append(1)
+            if len(calls) == 4:                  # before the forward of token 3's logits
+                model.load_state_dict(new)
+            return 7 if len(calls) >= 4 else 6
+        record = TokenRecord(refresh)
+        seqs = sample_shared_prefix(model, [[5, 6, 7, 8], [5, 6, 9]], 3, 8, set(), 0, 1.0,
+                                    seeds=[1, 2], record=record, packed=packed)
+        return seqs, record.logps
+    (seqs, fast), (plain_seqs, plain) = run(True), run(False)
+    assert seqs == plain_seqs
+    for a, b in zip(fast, plain):
+        assert a == pytest.approx(b, abs=1e-4)

@@ -16,7 +16,7 @@ It is speed code: the same function as the model's forward up to float rounding 
 in the logits; the GEMMs sum in another order), so a token drawn where two are that close can
 differ. `PackedDecoder.build` compares it with the model's forward on a probe and returns None
 when they differ or the model is not a shape it knows; the sampler then calls the model's
-forward (tests/test_decode.py).
+forward (with one warning when a model of a known family fails the probe; tests/test_decode.py).
 """
 from __future__ import annotations
 
@@ -109,8 +109,11 @@ class PackedDecoder:
             decoder = cls(model)
             if model not in _PROBED:
                 _PROBED[model] = decoder._matches(model)
+                if not _PROBED[model]:
+                    _warn(model, "its logits differ from the forward's on the probe")
             ok = _PROBED[model]
-        except Exception:     # an internal moved: the model's own forward still works
+        except Exception as exc:   # an internal moved: the model's own forward still works
+            _warn(model, f"{type(exc).__name__}: {exc}")
             return None
         return decoder if ok else None
 
@@ -163,6 +166,20 @@ class PackedDecoder:
         return True
 
 
+def _warn(model, why: str) -> None:
+    """Once per model: a model of a known family sampled through its slower forward."""
+    import warnings
+
+    import transformers
+    if model in _WARNED:
+        return
+    _WARNED.add(model)
+    warnings.warn(f"the packed decode step is off for this {type(base_model(model)).__name__} "
+                  f"(transformers {transformers.__version__}): {why}; sampling runs through "
+                  "the model's forward (the same distribution, slower)", RuntimeWarning,
+                  stacklevel=4)
+
+
 def _known_shape(model) -> bool:
     """A float32 CPU model of a family above, laid out as `decoder_parts` reads it, with plain
     linear layers (raises where the layout differs)."""
@@ -185,8 +202,9 @@ def _known_shape(model) -> bool:
     return all(type(m) is nn.Linear for m in linears)     # not LoRA-wrapped or quantized
 
 
-# model -> whether its probe matched
+# model -> whether its probe matched; models already warned about
 _PROBED: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDictionary()
+_WARNED: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
 
 
 def decode_step(model, packed: bool = True):
