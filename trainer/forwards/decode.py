@@ -27,8 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlvr.trainer.forwards.hf_adapter import (base_model, cache_kwarg, cache_layer,
-                                              decoder_parts, layer_index, preallocate,
-                                              returned_cache)
+                                              copy_cache, decoder_parts, layer_index,
+                                              preallocate, returned_cache)
 
 __all__ = ["PackedDecoder", "decode_step"]
 
@@ -56,7 +56,8 @@ class _Linear:
 
 
 def _fused(*layers: nn.Linear) -> _Linear:
-    weight = torch.cat([l.weight.detach() for l in layers]).contiguous()
+    weight = layers[0].weight.detach() if len(layers) == 1 else \
+        torch.cat([l.weight.detach() for l in layers])
     biases = [l.bias for l in layers]
     bias = None if all(b is None for b in biases) else torch.cat(
         [b.detach() if b is not None else l.weight.new_zeros(l.out_features)
@@ -147,9 +148,9 @@ class PackedDecoder:
         attn = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]], device=device)
         kw = cache_kwarg(model)
         with torch.no_grad():
-            out = model(input_ids=ids, attention_mask=attn, use_cache=True, logits_to_keep=1)
-            mine, theirs = returned_cache(out), returned_cache(
-                model(input_ids=ids, attention_mask=attn, use_cache=True, logits_to_keep=1))
+            theirs = returned_cache(model(input_ids=ids, attention_mask=attn, use_cache=True,
+                                          logits_to_keep=1))
+            mine = copy_cache(theirs)          # its own layers: preallocating leaves theirs be
             preallocate(mine, 4)
             pos = attn.sum(-1)
             for tok in ([9, 4], [2, 11]):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import sys
 
 import torch
 from torch import nn
@@ -229,7 +230,6 @@ def decoder_parts(model) -> dict:
     and act_fn, input_layernorm, post_attention_layernorm), `norm`, `rotary` (called as
     rotary(x, position_ids) -> (cos, sin)), `head`, and `apply_rotary` (the modeling module's
     apply_rotary_pos_emb). Raises AttributeError where the model is laid out otherwise."""
-    import sys
     base = base_model(model)
     inner = base.model
     layers = inner.layers[:base.config.num_hidden_layers]
