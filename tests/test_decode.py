@@ -96,6 +96,7 @@ def test_sampling_draws_the_same_tokens_packed_or_not(one_torch_thread):
     from rlvr.trainer.sampling.batching import sample_refilling
     from rlvr.trainer.sampling.rollout import sample_shared_prefix
     model = _llama()
+    assert isinstance(decode_step(model), PackedDecoder)    # the fast side is the packed one
     prompts = [[5, 6, 7, 8, 9, 10], [5, 6, 7, 11], [5, 6, 12, 13, 14]]
     eos = {2}
     for draw in ("multinomial", "inverse_cdf"):

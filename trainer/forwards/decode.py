@@ -26,9 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlvr.trainer.forwards.hf_adapter import (base_model, cache_kwarg, cache_layer,
-                                              copy_cache, decoder_parts, layer_index,
-                                              preallocate, returned_cache)
+from rlvr.trainer.forwards.hf_adapter import (base_model, cache_append, cache_kwarg,
+                                              copy_cache, decoder_parts, preallocate,
+                                              returned_cache)
 
 __all__ = ["PackedDecoder", "decode_step"]
 
@@ -68,17 +68,13 @@ def _fused(*layers: nn.Linear) -> _Linear:
 class _Block:
     """One decoder block's weights, fused and packed, and its model modules."""
 
-    def __init__(self, layer):
-        attn, mlp = layer.self_attn, layer.mlp
-        self.norm1, self.norm2, self.act = layer.input_layernorm, layer.post_attention_layernorm, \
-            mlp.act_fn
-        self.qkv = _fused(attn.q_proj, attn.k_proj, attn.v_proj)
-        self.split = (attn.q_proj.out_features, attn.k_proj.out_features,
-                      attn.v_proj.out_features)
-        self.o = _fused(attn.o_proj)
-        self.gate_up = _fused(mlp.gate_proj, mlp.up_proj)
-        self.down = _fused(mlp.down_proj)
-        self.idx, self.scaling = layer_index(layer), attn.scaling
+    def __init__(self, part: dict):
+        self.norm1, self.norm2, self.act = part["norm1"], part["norm2"], part["act"]
+        self.qkv = _fused(part["q"], part["k"], part["v"])
+        self.split = (part["q"].out_features, part["k"].out_features, part["v"].out_features)
+        self.o, self.gate_up, self.down = _fused(part["o"]), _fused(part["gate"], part["up"]), \
+            _fused(part["down"])
+        self.idx, self.scaling = part["idx"], part["scaling"]
 
 
 class PackedDecoder:
@@ -90,7 +86,7 @@ class PackedDecoder:
     def __init__(self, model):
         parts, cfg = decoder_parts(model), base_model(model).config
         self.embed, self.norm, self.rotary = parts["embed"], parts["norm"], parts["rotary"]
-        self.blocks = [_Block(layer) for layer in parts["layers"]]
+        self.blocks = [_Block(part) for part in parts["blocks"]]
         self.head = _fused(parts["head"])
         self.head_dim = self.blocks[0].split[0] // cfg.num_attention_heads
         self.kv_heads = cfg.num_key_value_heads
@@ -132,7 +128,7 @@ class PackedDecoder:
             h = blk.norm1(x)[:, 0]
             q, k, v = blk.qkv(h).split(blk.split, -1)
             q, k = self.rope(q.view(B, -1, 1, d), k.view(B, kv, 1, d), cos, sin)
-            keys, values = cache_layer(cache, blk.idx).update(k, v.view(B, kv, 1, d))
+            keys, values = cache_append(cache, blk.idx, k, v.view(B, kv, 1, d))
             q = q.view(B, kv, -1, d)                               # query heads by KV head
             scores = torch.matmul(q, keys.transpose(-1, -2)) * blk.scaling + bias
             o = torch.matmul(torch.softmax(scores, -1), values).reshape(B, -1)
@@ -196,10 +192,8 @@ def _known_shape(model) -> bool:
     if getattr(cfg, "attention_dropout", 0.0) or getattr(cfg, "pretraining_tp", 1) != 1:
         return False
     parts = decoder_parts(model)
-    linears = [parts["head"]] + [getattr(part, name) for layer in parts["layers"] for part, names
-                                 in ((layer.self_attn, ("q_proj", "k_proj", "v_proj", "o_proj")),
-                                     (layer.mlp, ("gate_proj", "up_proj", "down_proj")))
-                                 for name in names]
+    linears = [parts["head"]] + [part[name] for part in parts["blocks"]
+                                 for name in ("q", "k", "v", "o", "gate", "up", "down")]
     return all(type(m) is nn.Linear for m in linears)     # not LoRA-wrapped or quantized
 
 

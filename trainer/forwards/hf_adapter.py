@@ -26,7 +26,8 @@ __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "c
            "join_rows", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
            "layer_call_cache", "checkpoint_with_replay",
-           "attention_implementation", "decoder_layers", "layer_index", "decoder_parts"]
+           "attention_implementation", "decoder_layers", "layer_index", "decoder_parts",
+           "cache_append"]
 
 
 class ContractError(RuntimeError):
@@ -226,16 +227,27 @@ def layer_index(layer) -> int:
 
 def decoder_parts(model) -> dict:
     """A Llama-family model's pieces by name (trainer/forwards/decode.py recomputes its decode
-    step from them): `embed`, `layers` (each with self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj
-    and act_fn, input_layernorm, post_attention_layernorm), `norm`, `rotary` (called as
-    rotary(x, position_ids) -> (cos, sin)), `head`, and `apply_rotary` (the modeling module's
-    apply_rotary_pos_emb). Raises AttributeError where the model is laid out otherwise."""
+    step from them): `embed`, `blocks` (one dict per decoder layer: its `q`, `k`, `v`, `o`,
+    `gate`, `up`, `down` linear layers, `act`, `norm1` and `norm2` modules, cache `idx` and
+    attention `scaling`), `norm`, `rotary` (called as rotary(x, position_ids) -> (cos, sin)),
+    `head`, and `apply_rotary` (the modeling module's apply_rotary_pos_emb). Raises
+    AttributeError where the model is laid out otherwise."""
     base = base_model(model)
     inner = base.model
     layers = inner.layers[:base.config.num_hidden_layers]
-    return {"embed": inner.embed_tokens, "layers": layers, "norm": inner.norm,
+    blocks = [{"q": l.self_attn.q_proj, "k": l.self_attn.k_proj, "v": l.self_attn.v_proj,
+               "o": l.self_attn.o_proj, "gate": l.mlp.gate_proj, "up": l.mlp.up_proj,
+               "down": l.mlp.down_proj, "act": l.mlp.act_fn, "norm1": l.input_layernorm,
+               "norm2": l.post_attention_layernorm, "idx": layer_index(l),
+               "scaling": l.self_attn.scaling} for l in layers]
+    return {"embed": inner.embed_tokens, "blocks": blocks, "norm": inner.norm,
             "rotary": inner.rotary_emb, "head": base.lm_head,
             "apply_rotary": sys.modules[type(layers[0].self_attn).__module__].apply_rotary_pos_emb}
+
+
+def cache_append(cache, idx: int, keys: torch.Tensor, values: torch.Tensor):
+    """Append one step's keys and values to layer `idx` of `cache`: (all its keys, values)."""
+    return cache_layer(cache, idx).update(keys, values)
 
 
 # --- activation checkpointing that keeps a KV cache exact -----------------------------------
