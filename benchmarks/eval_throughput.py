@@ -81,7 +81,7 @@ class _Before(_Unpacked):
 
     def __init__(self):
         super().__init__()
-        import rlvr.trainer.sampling.rollout as R
+        import rlvr.trainer.sampling.rows as R
         self.R, self.saved_prealloc = R, R.preallocate
 
     def __enter__(self):

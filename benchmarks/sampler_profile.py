@@ -25,9 +25,11 @@ import os
 import time
 
 GROUPS = {
-    "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear",
-               "aten::_mkldnn", "mkldnn"),
-    "attention": ("scaled_dot_product", "flash_attention", "aten::_softmax_backward"),
+    "matmul": ("aten::mm", "aten::addmm", "aten::linear", "aten::_mkldnn", "mkldnn"),
+    # (batched products: attention's, in both decode steps; the model's own forward uses
+    # scaled_dot_product_attention, the packed step bmm)
+    "attention": ("scaled_dot_product", "flash_attention", "aten::_softmax_backward",
+                  "aten::bmm"),
     "cache (cat, select, copy)": ("aten::cat", "aten::index_select", "aten::repeat_interleave",
                                   "aten::index", "aten::copy_", "aten::clone",
                                   "aten::contiguous", "aten::index_copy_", "aten::index_put_",
@@ -89,16 +91,18 @@ def profile(model, tok, calls, max_tokens, temperature, sampler, eval_rows=0):
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
     from rlvr.trainer.sampling import rollout as R
-    steps: list[int] = []       # batch size of every decode step, recorded by a wrapped model
-    real_forward = type(model).forward
+    from rlvr.trainer.sampling.rows import ForwardRows, PackedRows
+    steps: list[int] = []       # batch size of every decode step, recorded by wrapped steps
+    real_steps = {cls: cls.step for cls in (ForwardRows, PackedRows)}
 
-    def counting(self, *a, **kw):
-        ids = kw.get("input_ids")
-        if ids is not None and ids.size(1) == 1:
-            steps.append(ids.size(0))
-        return real_forward(self, *a, **kw)
+    def counting(real):
+        def step(self, tokens):
+            steps.append(tokens.size(0))
+            return real(self, tokens)
+        return step
 
-    type(model).forward = counting
+    for cls, real in real_steps.items():
+        cls.step = counting(real)
     tokens = completions = 0
     try:
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -116,7 +120,8 @@ def profile(model, tok, calls, max_tokens, temperature, sampler, eval_rows=0):
                 completions += len(ids)
             wall = time.perf_counter() - t0
     finally:
-        type(model).forward = real_forward
+        for cls, real in real_steps.items():
+            cls.step = real
     by_group: dict[str, float] = {}
     for ev in prof.key_averages():
         by_group[group_of(ev.key)] = by_group.get(group_of(ev.key), 0.0) + ev.self_cpu_time_total

@@ -1,5 +1,6 @@
-"""The sampler's fast paths compute what the plain ones do: the packed decode step is the
-model's forward up to float rounding, and the exponential race is torch.multinomial bit for bit."""
+"""The sampler's fast paths compute what the plain ones do: the packed decode step over a
+grouped cache is the model's forward over its own cache up to float rounding, and the
+exponential race is torch.multinomial bit for bit."""
 from __future__ import annotations
 
 import warnings
@@ -7,8 +8,9 @@ import warnings
 import pytest
 import torch
 
-from rlvr.trainer.forwards.decode import PackedDecoder, decode_step
-from rlvr.trainer.forwards.hf_adapter import preallocate, returned_cache
+from rlvr.trainer.forwards.decode import PackedDecoder
+from rlvr.trainer.forwards.hf_adapter import returned_cache
+from rlvr.trainer.sampling.rows import ForwardRows, PackedRows, start_rows
 from rlvr.trainer.sampling.draws import draw_tokens, exponential_race
 
 
@@ -33,35 +35,63 @@ def _qwen2():
     return model
 
 
-def _continue(model, step, steps: int = 5):
-    """Two rows (one left-padded), prefilled by the model, then `steps` decode steps through
-    `step`: the logits of each step [steps, 2, V]."""
-    ids = torch.tensor([[0, 0, 7, 8, 9], [3, 4, 5, 6, 7]])
-    attn = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
-    pos = attn.cumsum(-1) - 1
+def _prefill(model, ids: list[list[int]]):
+    """Prompts left-padded and prefilled by the model: (cache, last logits, mask)."""
+    width = max(map(len, ids))
+    attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in ids])
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in ids])
+    out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp(
+        min=0), use_cache=True)
+    return returned_cache(out), out.logits[:, -1], attn
+
+
+def _continue(model, packed: bool) -> list[torch.Tensor]:
+    """Two prompts (one left-padded), two rows each, decoded greedily through `start_rows`,
+    while rows leave (a group left with one row, then a group with none) and a third prompt's
+    rows join, then a fourth's once only the third's are left (the columns written before
+    the third joined are dropped): the logits of every step."""
     with torch.no_grad():
-        out = model(input_ids=ids, attention_mask=attn, position_ids=pos.clamp(min=0),
-                    use_cache=True)
-        cache, pos = returned_cache(out), attn.sum(-1)
-        preallocate(cache, 2)                          # and out of room: the buffer doubles
-        tok, logits = out.logits[:, -1].argmax(-1), []
-        for _ in range(steps):
-            attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
-            logits.append(step(tok, attn, pos, cache))
-            tok, pos = logits[-1].argmax(-1), pos + 1
-    return torch.stack(logits)
+        cache, last, attn = _prefill(model, [[7, 8, 9], [3, 4, 5, 6, 7]])
+        rows = start_rows(model, cache, attn, 2, 2, packed)   # room 2: the buffers double
+        assert type(rows) is (PackedRows if packed else ForwardRows)
+        tok, logits = last.argmax(-1).repeat_interleave(2), []
+        for t in range(9):
+            if t == 2:                          # the first prompt keeps one row of two
+                keep = torch.tensor([0, 2, 3])
+                rows.select(keep)
+                tok = tok[keep]
+            if t == 3:                          # a third prompt joins with two rows
+                cache, last, attn = _prefill(model, [[11, 12, 13, 14, 15, 16]])
+                keep = torch.tensor([0, 1, 2])
+                rows.join(keep, cache, attn, 2, 4)
+                tok = torch.cat([tok[keep], last.argmax(-1).repeat_interleave(2)])
+            if t == 5:                          # the first prompt's last row leaves
+                keep = torch.tensor([1, 2, 3, 4])
+                rows.select(keep)
+                tok = tok[keep]
+                if packed:
+                    assert rows.cache.prompts == 2       # its keys and values are gone
+            if t == 6:                          # only the third prompt's rows, then a fourth
+                cache, last, attn = _prefill(model, [[9, 9, 10]])
+                keep = torch.tensor([2, 3])
+                rows.join(keep, cache, attn, 1, 4)
+                tok = torch.cat([tok[keep], last.argmax(-1)])
+                if packed:
+                    assert rows.cache.fill == 3      # of 6 columns: the 3 before it joined gone
+            logits.append(rows.step(tok))
+            tok = logits[-1].argmax(-1)
+    return logits
 
 
 @pytest.mark.parametrize("make", [_llama, _qwen2], ids=["llama-gqa", "qwen2-bias"])
 def test_the_packed_decoder_computes_the_models_forward(make, one_torch_thread):
     model = make()
-    packed = PackedDecoder.build(model)
-    assert packed is not None
-    plain = _continue(model, decode_step(model, packed=False))
-    fast = _continue(model, packed)
-    assert fast.shape == plain.shape
-    torch.testing.assert_close(fast, plain, rtol=1e-4, atol=1e-4)
-    assert not torch.allclose(plain[0], plain[-1])          # the steps saw different contexts
+    assert PackedDecoder.build(model) is not None
+    plain, fast = _continue(model, packed=False), _continue(model, packed=True)
+    assert [t.shape for t in fast] == [t.shape for t in plain]
+    for a, b in zip(fast, plain):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(plain[0][0], plain[-1][0])    # the steps saw different contexts
 
 
 def test_a_decoder_that_differs_from_the_forward_is_not_used(monkeypatch, one_torch_thread):
@@ -76,7 +106,8 @@ def test_a_decoder_that_differs_from_the_forward_is_not_used(monkeypatch, one_to
         assert PackedDecoder.build(model) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")                   # said once per model, not per call
-        assert not isinstance(decode_step(model), PackedDecoder)
+        cache, _, attn = _prefill(model, [[5, 6, 7]])
+        assert type(start_rows(model, cache, attn, 2, 4)) is ForwardRows
 
 
 def test_shapes_it_does_not_know_run_the_models_forward(one_torch_thread):
@@ -96,7 +127,7 @@ def test_sampling_draws_the_same_tokens_packed_or_not(one_torch_thread):
     from rlvr.trainer.sampling.batching import sample_refilling
     from rlvr.trainer.sampling.rollout import sample_shared_prefix
     model = _llama()
-    assert isinstance(decode_step(model), PackedDecoder)    # the fast side is the packed one
+    assert PackedDecoder.build(model) is not None           # the fast side is the packed one
     prompts = [[5, 6, 7, 8, 9, 10], [5, 6, 7, 11], [5, 6, 12, 13, 14]]
     eos = {2}
     for draw in ("multinomial", "inverse_cdf"):

@@ -7,8 +7,8 @@ keys and values of a grouped-query cache are copied once per query head (`repeat
 attention, and a 4-D mask and the module calls cost Python time per layer. `PackedDecoder`
 runs the same maths with the weights fused (q|k|v, gate|up) and packed once per generation
 call in the layout oneDNN's GEMM reads (the packing PyTorch's inductor does for frozen CPU
-graphs), and attention computed per key-value head on the cache the sampler already keeps
-(hf_adapter's preallocated layers). Norms, rotary embeddings and the MLP's activation are the
+graphs), and attention computed per key-value head over a `GroupedCache`, which keeps a
+prompt's keys and values once for all of its rows. Norms, rotary embeddings and the MLP's activation are the
 model's own modules and functions. It is used for float32 models on a CPU, where it measured
 faster; in bfloat16 the model's forward already runs oneDNN and was not slower.
 
@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlvr.trainer.forwards.hf_adapter import (base_model, cache_append, cache_kwarg,
-                                              copy_cache, decoder_parts, preallocate,
-                                              returned_cache)
+from rlvr.trainer.forwards.grouped_cache import GroupedCache
+from rlvr.trainer.forwards.hf_adapter import (base_model, cache_kwarg, decoder_parts,
+                                              repeat_rows, returned_cache)
 
-__all__ = ["PackedDecoder", "decode_step"]
+__all__ = ["PackedDecoder"]
 
 # Decoders whose block is: x + o(attn(rope(q), rope(k), v)) then x + down(act(gate) * up),
 # each sub-layer after an RMSNorm, with full (not sliding-window) causal attention.
@@ -78,10 +78,10 @@ class _Block:
 
 
 class PackedDecoder:
-    """`decoder(tokens [B], attn [B, L + 1], pos [B], cache) -> logits [B, V]`: the model's
-    forward for one new token per row (what `model(input_ids=tokens[:, None],
-    attention_mask=attn, position_ids=pos[:, None], cache=cache, use_cache=True).logits[:, -1]`
-    computes), appending each row's key and value to `cache`'s preallocated layers."""
+    """`decoder(tokens [B], pos [B], cache) -> logits [B, V]`: the model's forward for one new
+    token per row at positions `pos` (what `model(input_ids=tokens[:, None], position_ids=
+    pos[:, None], ...).logits[:, -1]` computes over the same cached keys and values),
+    appending each row's key and value to the `GroupedCache`."""
 
     def __init__(self, model):
         parts, cfg = decoder_parts(model), base_model(model).config
@@ -97,7 +97,7 @@ class PackedDecoder:
         """The decoder for `model`'s current weights, or None when `model` is not a shape it
         knows or the probe did not match the model's forward (then use the model). The probe
         runs once per model; the weights are packed on every call (they change between
-        updates)."""
+        updates; `PackedDecoder(model)` repacks a model that passed)."""
         if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
             return None         # autocast changes the forward's precision; ours does not
         try:
@@ -115,30 +115,27 @@ class PackedDecoder:
         return decoder if ok else None
 
     @torch.no_grad()
-    def __call__(self, tokens: torch.Tensor, attn: torch.Tensor, pos: torch.Tensor,
-                 cache) -> torch.Tensor:
+    def __call__(self, tokens: torch.Tensor, pos: torch.Tensor,
+                 cache: GroupedCache) -> torch.Tensor:
         B = tokens.size(0)
         x = self.embed(tokens[:, None])                           # [B, 1, H]
         cos, sin = self.rotary(x, pos[:, None])
-        bias = torch.zeros(attn.shape, dtype=x.dtype, device=attn.device)
-        bias.masked_fill_(attn == 0, float("-inf"))
-        bias = bias[:, None, None, :]                              # [B, 1, 1, L + 1]
         d, kv = self.head_dim, self.kv_heads
         for blk in self.blocks:
             h = blk.norm1(x)[:, 0]
             q, k, v = blk.qkv(h).split(blk.split, -1)
             q, k = self.rope(q.view(B, -1, 1, d), k.view(B, kv, 1, d), cos, sin)
-            keys, values = cache_append(cache, blk.idx, k, v.view(B, kv, 1, d))
-            q = q.view(B, kv, -1, d)                               # query heads by KV head
-            scores = torch.matmul(q, keys.transpose(-1, -2)) * blk.scaling + bias
-            o = torch.matmul(torch.softmax(scores, -1), values).reshape(B, -1)
-            x = x + blk.o(o)[:, None]
+            o = cache.attend(blk.idx, q.view(B, kv, -1, d),       # query heads by KV head
+                             k, v.view(B, kv, 1, d), blk.scaling)
+            x = x + blk.o(o.reshape(B, -1))[:, None]
             gate, up = blk.gate_up(blk.norm2(x)[:, 0]).chunk(2, -1)
             x = x + blk.down(blk.act(gate) * up)[:, None]
+        cache.advance()
         return self.head(self.norm(x)[:, 0])
 
     def _matches(self, model) -> bool:
-        """Two rows (one left-padded) continued by two decode steps, against the forward."""
+        """Two prompts (one left-padded), two rows each, continued by two decode steps (the
+        second past the cache's room), against the forward on a per-row cache."""
         device = next(model.parameters()).device
         ids = torch.tensor([[0, 1, 2, 3], [5, 6, 7, 8]], device=device) % self.embed.num_embeddings
         attn = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]], device=device)
@@ -146,13 +143,14 @@ class PackedDecoder:
         with torch.no_grad():
             theirs = returned_cache(model(input_ids=ids, attention_mask=attn, use_cache=True,
                                           logits_to_keep=1))
-            mine = copy_cache(theirs)          # its own layers: preallocating leaves theirs be
-            preallocate(mine, 4)
+            mine = GroupedCache(theirs, attn, 2, room=1)
+            repeat_rows(theirs, 2)               # new tensors: `mine` keeps the prompts' own
+            attn = attn.repeat_interleave(2, 0)
             pos = attn.sum(-1)
-            for tok in ([9, 4], [2, 11]):
+            for tok in ([9, 4, 1, 7], [2, 11, 11, 3]):
                 tok = torch.tensor(tok, device=device) % self.embed.num_embeddings
                 attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
-                got = self(tok, attn, pos, mine)
+                got = self(tok, pos, mine)
                 want = model(input_ids=tok[:, None], attention_mask=attn,
                              position_ids=pos[:, None], use_cache=True,
                              **{kw: theirs}).logits[:, -1]
@@ -200,18 +198,3 @@ def _known_shape(model) -> bool:
 # model -> whether its probe matched; models already warned about
 _PROBED: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDictionary()
 _WARNED: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
-
-
-def decode_step(model, packed: bool = True):
-    """`step(tokens [B], attn [B, L + 1], pos [B], cache) -> logits [B, V]`, one new token per
-    row continuing `cache`: the `PackedDecoder` of `model`'s current weights when `packed` and
-    it applies, else the model's own forward."""
-    decoder = PackedDecoder.build(model) if packed else None
-    if decoder is not None:
-        return decoder
-    kw = cache_kwarg(model)
-
-    def forward(tokens, attn, pos, cache):
-        return model(input_ids=tokens[:, None], attention_mask=attn, position_ids=pos[:, None],
-                     use_cache=True, **{kw: cache}).logits[:, -1]
-    return forward

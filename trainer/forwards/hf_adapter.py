@@ -23,7 +23,7 @@ from torch import nn
 
 __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "cache_kwarg",
            "returned_cache", "repeat_rows", "select_rows", "copy_cache", "preallocate",
-           "join_rows", "cache_tensors",
+           "join_rows", "layer_keys_values", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
            "layer_call_cache", "checkpoint_with_replay",
            "attention_implementation", "decoder_layers", "layer_index", "decoder_parts",
@@ -243,6 +243,11 @@ def decoder_parts(model) -> dict:
     return {"embed": inner.embed_tokens, "blocks": blocks, "norm": inner.norm,
             "rotary": inner.rotary_emb, "head": base.lm_head,
             "apply_rotary": sys.modules[type(layers[0].self_attn).__module__].apply_rotary_pos_emb}
+
+
+def layer_keys_values(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(keys, values) of every layer of a filled cache, each [rows, kv heads, positions, d]."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
 
 
 def cache_append(cache, idx: int, keys: torch.Tensor, values: torch.Tensor):

@@ -21,9 +21,8 @@ from collections import deque
 
 import torch
 
-from rlvr.trainer.forwards.decode import decode_step
-from rlvr.trainer.forwards.hf_adapter import join_rows, repeat_rows, select_rows
 from rlvr.trainer.sampling.rollout import _pick, prefill
+from rlvr.trainer.sampling.rows import start_rows
 
 __all__ = ["sample_refilling"]
 
@@ -39,13 +38,13 @@ def sample_refilling(model, prompts: list[list[int]], G: int, max_new: int, eos:
     prompts as rows finish. `seeds`: one per prompt; its group draws from its own generator.
     `draw`: how tokens are drawn (`draws.DRAWS`: the same law, different random streams).
     `packed`: decode steps through the packed decoder where it applies
-    (trainer/forwards/decode.py), else the model's forward."""
+    (trainer/sampling/rows.py), else the model's forward."""
     device = next(model.parameters()).device
     gens = None if seeds is None or greedy else \
         [torch.Generator(device).manual_seed(s) for s in seeds]
     out: list[list[int]] = [[] for _ in range(len(prompts) * G)]
     waiting = deque(range(len(prompts)))
-    state = _Batch(model, device, decode_step(model, packed))
+    state = _Batch(model, device, packed)
     while waiting or state.live:
         admit = []
         while waiting and (state.live_count + (len(admit) + 1) * G <= max_rows
@@ -73,12 +72,12 @@ def sample_refilling(model, prompts: list[list[int]], G: int, max_new: int, eos:
 
 
 class _Batch:
-    """The running rows: their KV cache, 2-D attention mask, next positions, last logits and
+    """The running rows (`rows.py`: their cache, masks and positions), their last logits and
     which output row each batch row writes to (None: finished, still in the cache)."""
 
-    def __init__(self, model, device, step):
-        self.model, self.device, self.step = model, device, step
-        self.cache = self.attn = self.pos = self.logits = None
+    def __init__(self, model, device, packed: bool):
+        self.model, self.device, self.packed = model, device, packed
+        self.state = self.logits = None
         self.rows: list[int | None] = []
 
     @property
@@ -106,35 +105,24 @@ class _Batch:
         """Prefill `prompts` (groups `groups`), repeat each G times and join them below the
         live rows (finished rows are dropped on the way)."""
         cache, logits, attn = prefill(self.model, prompts, pad_id)
-        repeat_rows(cache, G)
-        logits, attn = logits.repeat_interleave(G, 0), attn.repeat_interleave(G, 0)
+        logits = logits.repeat_interleave(G, 0)
         rows = [g * G + j for g in groups for j in range(G)]
-        if self.cache is None or not self.live:
-            from rlvr.trainer.forwards.hf_adapter import preallocate
-            preallocate(cache, room)
-            self.cache, self.attn, self.logits, self.rows = cache, attn, logits, rows
-            self.pos = attn.sum(-1)
+        if self.state is None or not self.live:
+            self.state = start_rows(self.model, cache, attn, G, room, self.packed)
+            self.logits, self.rows = logits, rows
             return
         keep = self._live_index()
-        old = self.attn[keep]
-        trim = int(old.any(0).long().argmax())       # columns masked for every live row
-        old = old[:, trim:]
-        join_rows(self.cache, keep, trim, cache, room)
-        width = max(old.size(1), attn.size(1))
-        pad = lambda m: torch.cat([m.new_zeros(m.size(0), width - m.size(1)), m], 1)
-        self.attn = torch.cat([pad(old), pad(attn)])
-        self.pos = torch.cat([self.pos[keep], attn.sum(-1)])
+        self.state.join(keep, cache, attn, G, room)
         self.logits = torch.cat([self.logits[keep], logits])
         self.rows = [self.rows[r] for r in keep.tolist()] + rows
 
     def compact(self) -> None:
         """Drop the finished rows from the cache (a copy of it: done in bulk, not per row)."""
         keep = self._live_index()
-        select_rows(self.cache, keep)
-        self.attn, self.pos, self.logits = self.attn[keep], self.pos[keep], self.logits[keep]
+        self.state.select(keep)
+        self.logits = self.logits[keep]
         self.rows = [self.rows[r] for r in keep.tolist()]
 
     def forward(self, tokens: torch.Tensor) -> None:
         """One decode step for every row (finished rows get padding, their output unused)."""
-        self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], 1)
-        self.logits, self.pos = self.step(tokens, self.attn, self.pos, self.cache), self.pos + 1
+        self.logits = self.state.step(tokens)

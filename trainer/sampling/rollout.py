@@ -15,11 +15,11 @@ import torch
 
 from rlvr.core import Completion, Task, Verdict
 
-from rlvr.trainer.forwards.decode import decode_step
-from rlvr.trainer.forwards.hf_adapter import preallocate, repeat_rows, returned_cache, select_rows
+from rlvr.trainer.forwards.hf_adapter import returned_cache
 from rlvr.trainer.forwards.prefix import SharedPrefix, one_pass, prompt_forward
 from rlvr.trainer.sampling.draws import draw_tokens
 from rlvr.trainer.sampling.prompts import tool_prompt
+from rlvr.trainer.sampling.rows import start_rows
 
 __all__ = ["Rollout", "PromptStream", "TokenRecord", "encode_prompt", "generate", "score"]
 
@@ -346,7 +346,7 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
                          record: TokenRecord | None = None,
                          draw: str = "multinomial", packed: bool = True) -> list[list[int]]:
     """Decode G completions per prompt with a KV cache: each prompt is prefilled once (a prefix
-    common to all prompts once for all: `prefill`) and its cache repeated G times (plain
+    common to all prompts once for all: `prefill`) and its cache shared by its G rows (plain
     `generate` prefills every copy), and rows that emitted EOS leave the batch at once (plain
     `generate` keeps computing them until all finish).
     `seeds`: one per prompt; its group samples from its own generator.
@@ -354,17 +354,15 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     `record`: each token's log-prob and weight version (`TokenRecord`).
     `draw`: how tokens are drawn (`draws.DRAWS`).
     `packed`: decode steps through `PackedDecoder` where it applies (the same function, less
-    time; trainer/forwards/decode.py), else the model's forward."""
+    time; trainer/sampling/rows.py), else the model's forward."""
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     version = record.refresh() if record is not None else None
     cache, logits, attn = prefill(model, prompts, pad_id)
-    repeat_rows(cache, G)
-    logits = logits.repeat_interleave(G, 0)
-    attn = attn.repeat_interleave(G, 0)
-    return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
-                         top_p, greedy, [row // G for row in range(len(prompts) * G)], gens,
-                         entropies, record, version, draw, packed)
+    rows = start_rows(model, cache, attn, G, max_new, packed)
+    return decode_cached(model, rows, logits.repeat_interleave(G, 0), max_new, eos,
+                         temperature, top_p, greedy, [row // G for row in range(len(prompts) * G)],
+                         gens, entropies, record, version, draw)
 
 
 @torch.no_grad()
@@ -377,30 +375,29 @@ def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: se
     device = next(model.parameters()).device
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     cache, logits, attn = prefill(model, contexts, pad_id)
-    return decode_cached(model, cache, logits, attn, attn.sum(-1), max_new, eos, temperature,
-                         top_p, greedy, list(range(len(contexts))), gens, packed=packed)
+    rows = start_rows(model, cache, attn, 1, max_new, packed)
+    return decode_cached(model, rows, logits, max_new, eos, temperature, top_p, greedy,
+                         list(range(len(contexts))), gens)
 
 
-def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
+def decode_cached(model, rows, logits, max_new: int, eos: set[int],
                   temperature: float, top_p: float, greedy: bool, group_of: list[int],
                   gens: list | None, entropies: list | None = None,
                   record: TokenRecord | None = None, version: int | None = None,
-                  draw: str = "multinomial", packed: bool = True) -> list[list[int]]:
+                  draw: str = "multinomial") -> list[list[int]]:
     """Sample up to `max_new` tokens per row from prefilled state (`logits` [B, V] of each
-    row's last position, its `cache`, 2-D `attn` mask and next position `pos`); a row that
-    emits EOS leaves the batch at once. Row i samples from gens[group_of[i]].
+    row's last position, the `rows` of `start_rows`); a row that emits EOS leaves the batch at
+    once. Row i samples from gens[group_of[i]].
     `entropies`: a list that receives, per row, the entropy of each token's distribution
     (measured here, where the distribution already exists, it spares the trainer a forward).
     `record`: each token's log-prob and the `version` of the forward that gave its logits;
     `record.refresh()` before each forward may swap the weights in place (the cached keys and
     values of earlier tokens stay those of the older weights, as in PipelineRL's in-flight
     weight updates, Piche et al. 2025; the recorded log-probs are the distribution each token
-    was actually drawn from, which is what the importance correction needs).
-    `packed`: `decode_step`'s packed decoder where it applies (repacked when `record.refresh()`
-    brings new weights), else the model's forward."""
+    was actually drawn from, which is what the importance correction needs); `rows.reload`
+    when it does."""
     device = logits.device
-    step, built = decode_step(model, packed), version
-    preallocate(cache, max_new)      # each step writes one column instead of copying the cache
+    built = version
     # Row bookkeeping stays on the host: one device->host copy of the sampled tokens per step
     # is the only synchronisation (GPU kernels queue ahead otherwise).
     active = list(range(logits.size(0)))
@@ -428,15 +425,15 @@ def decode_cached(model, cache, logits, attn, pos, max_new: int, eos: set[int],
             break
         if len(keep) < len(active):              # finished rows leave the batch
             keep_t = torch.tensor(keep, device=device)
-            select_rows(cache, keep_t)
+            rows.select(keep_t)
             active = [active[i] for i in keep]
-            tok, attn, pos = tok[keep_t], attn[keep_t], pos[keep_t]
-        attn = torch.cat([attn, torch.ones_like(attn[:, :1])], 1)
+            tok = tok[keep_t]
         if record is not None:
             version = record.refresh()
             if version != built:               # new weights: pack them
-                step, built = decode_step(model, packed), version
-        logits, pos = step(tok, attn, pos, cache), pos + 1
+                rows.reload(model)
+                built = version
+        logits = rows.step(tok)
     return seqs
 
 
