@@ -69,8 +69,6 @@ def _continue(model, packed: bool) -> list[torch.Tensor]:
                 keep = torch.tensor([1, 2, 3, 4])
                 rows.select(keep)
                 tok = tok[keep]
-                if packed:
-                    assert rows.cache.prompts == 2       # its keys and values are gone
             if t == 6:                          # only the third prompt's rows, then a fourth
                 cache, last, attn = _prefill(model, [[9, 9, 10]])
                 keep = torch.tensor([2, 3])
@@ -78,6 +76,7 @@ def _continue(model, packed: bool) -> list[torch.Tensor]:
                 tok = torch.cat([tok[keep], last.argmax(-1)])
                 if packed:
                     assert rows.cache.fill == 3      # of 6 columns: the 3 before it joined gone
+                    assert rows.cache.prompts == 2   # the first two prompts' keys are gone
             logits.append(rows.step(tok))
             tok = logits[-1].argmax(-1)
     return logits

@@ -103,19 +103,22 @@ class GroupedCache:
         when out of room)."""
         self.fill += 1
         if self.fill == self.row_bias.size(1):
-            grow = lambda t: torch.cat([t, torch.empty_like(t)], 2)
-            self.row_k, self.row_v = list(map(grow, self.row_k)), list(map(grow, self.row_v))
+            _each(self.row_k, self.row_v, lambda t: torch.cat([t, torch.empty_like(t)], 2))
             self.row_bias = torch.cat([self.row_bias, torch.full_like(self.row_bias,
                                                                       float("-inf"))], 1)
 
     def select(self, keep: torch.Tensor) -> None:
-        """Keep rows `keep` (in that order); prompts left without rows are dropped."""
-        f = self.fill
-        self.row_k = [_take(t, keep, f) for t in self.row_k]
-        self.row_v = [_take(t, keep, f) for t in self.row_v]
+        """Keep rows `keep` (in that order); once half the prompts have no rows left, their
+        keys and values are dropped (a copy of the rest: not at every finished row)."""
+        _each(self.row_k, self.row_v, lambda t: _take(t, keep, self.fill))
         self.row_bias = self.row_bias[keep]
         self.group = self.group[keep]
-        self._drop_unused_prompts()
+        used = torch.unique(self.group)          # sorted
+        if used.numel() * 2 <= self.prompts:
+            _each(self.prompt_k, self.prompt_v, lambda t: t[used])
+            self.prompt_bias = self.prompt_bias[used]
+            self.group = torch.searchsorted(used, self.group)
+        self._ranks()
 
     def join(self, keep: torch.Tensor, other: "GroupedCache") -> None:
         """In place: rows `keep` of this cache, then every row of `other` (a fresh cache of
@@ -127,9 +130,9 @@ class GroupedCache:
         start = int(own.any(0).long().argmax()) if own.numel() and own.any() else self.fill
         used, room = self.fill - start, other.row_bias.size(1)
         width = max(self.prompt_bias.size(1), other.prompt_bias.size(1))
-        cat_prompts = lambda a, b: torch.cat([_left_pad(a, width), _left_pad(b, width)])
-        self.prompt_k = list(map(cat_prompts, self.prompt_k, other.prompt_k))
-        self.prompt_v = list(map(cat_prompts, self.prompt_v, other.prompt_v))
+        for mine, theirs in ((self.prompt_k, other.prompt_k), (self.prompt_v, other.prompt_v)):
+            for i, t in enumerate(theirs):
+                mine[i] = torch.cat([_left_pad(mine[i], width), _left_pad(t, width)])
         self.prompt_bias = torch.cat([_left_pad(self.prompt_bias, width, float("-inf")),
                                       _left_pad(other.prompt_bias, width, float("-inf"))])
         B = kept + other.rows
@@ -139,21 +142,21 @@ class GroupedCache:
             out[:kept, :, :used] = a[:, :, start:self.fill]
             out[kept:, :, :used] = 0        # masked, but read: 0 * garbage may be nan
             return out
-        self.row_k, self.row_v = list(map(cat_rows, self.row_k)), list(map(cat_rows, self.row_v))
+        _each(self.row_k, self.row_v, cat_rows)
         bias = self.row_bias.new_full((B, used + room), float("-inf"))
         bias[:kept, :used] = self.row_bias[:, start:self.fill]
         self.row_bias, self.fill = bias, used
         self.group = torch.cat([self.group, other.group + prompts])
         self._ranks()
 
-    def _drop_unused_prompts(self) -> None:
-        used = torch.unique(self.group)          # sorted
-        if used.numel() < self.prompt_bias.size(0):
-            self.prompt_k = [t[used] for t in self.prompt_k]
-            self.prompt_v = [t[used] for t in self.prompt_v]
-            self.prompt_bias = self.prompt_bias[used]
-            self.group = torch.searchsorted(used, self.group)
-        self._ranks()
+
+
+def _each(keys: list, values: list, change) -> None:
+    """Replace every layer's tensor in place, one at a time (each old one is freed before the
+    next new one is made: no second copy of the whole cache)."""
+    for tensors in (keys, values):
+        for i, t in enumerate(tensors):
+            tensors[i] = change(t)
 
 
 def _bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

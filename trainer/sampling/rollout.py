@@ -360,6 +360,7 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     version = record.refresh() if record is not None else None
     cache, logits, attn = prefill(model, prompts, pad_id)
     rows = start_rows(model, cache, attn, G, max_new, packed)
+    del cache           # the rows hold what they read of it (the grouped layout: no copy)
     return decode_cached(model, rows, logits.repeat_interleave(G, 0), max_new, eos,
                          temperature, top_p, greedy, [row // G for row in range(len(prompts) * G)],
                          gens, entropies, record, version, draw)
@@ -376,6 +377,7 @@ def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: se
     gens = None if seeds is None else [torch.Generator(device).manual_seed(s) for s in seeds]
     cache, logits, attn = prefill(model, contexts, pad_id)
     rows = start_rows(model, cache, attn, 1, max_new, packed)
+    del cache
     return decode_cached(model, rows, logits, max_new, eos, temperature, top_p, greedy,
                          list(range(len(contexts))), gens)
 
