@@ -150,7 +150,6 @@ class GroupedCache:
         self._ranks()
 
 
-
 def _each(keys: list, values: list, change) -> None:
     """Replace every layer's tensor in place, one at a time (each old one is freed before the
     next new one is made: no second copy of the whole cache)."""

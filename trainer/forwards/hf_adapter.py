@@ -26,8 +26,7 @@ __all__ = ["ContractError", "check_contract", "contract_holds", "base_model", "c
            "join_rows", "layer_keys_values", "cache_tensors",
            "swap_cache_tensor", "layer_state", "restore_layer_state", "cache_layer",
            "layer_call_cache", "checkpoint_with_replay",
-           "attention_implementation", "decoder_layers", "layer_index", "decoder_parts",
-           "cache_append"]
+           "attention_implementation", "decoder_layers", "layer_index", "decoder_parts"]
 
 
 class ContractError(RuntimeError):
@@ -248,11 +247,6 @@ def decoder_parts(model) -> dict:
 def layer_keys_values(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(keys, values) of every layer of a filled cache, each [rows, kv heads, positions, d]."""
     return [(layer.keys, layer.values) for layer in cache.layers]
-
-
-def cache_append(cache, idx: int, keys: torch.Tensor, values: torch.Tensor):
-    """Append one step's keys and values to layer `idx` of `cache`: (all its keys, values)."""
-    return cache_layer(cache, idx).update(keys, values)
 
 
 # --- activation checkpointing that keeps a KV cache exact -----------------------------------
