@@ -8,9 +8,10 @@ attention, and a 4-D mask and the module calls cost Python time per layer. `Pack
 runs the same maths with the weights fused (q|k|v, gate|up) and packed once per generation
 call in the layout oneDNN's GEMM reads (the packing PyTorch's inductor does for frozen CPU
 graphs), and attention computed per key-value head over a `GroupedCache`, which keeps a
-prompt's keys and values once for all of its rows. Norms, rotary embeddings and the MLP's activation are the
-model's own modules and functions. It is used for float32 models on a CPU, where it measured
-faster; in bfloat16 the model's forward already runs oneDNN and was not slower.
+prompt's keys and values once for all of its rows. Norms, rotary embeddings and the MLP's
+activation are the model's own modules and functions. It is used for float32 models on a CPU,
+where it measured faster; in bfloat16 the model's forward already runs oneDNN and was not
+slower.
 
 It is speed code: the same function as the model's forward up to float rounding (a few 1e-6
 in the logits; the GEMMs sum in another order), so a token drawn where two are that close can

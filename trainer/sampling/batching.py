@@ -102,8 +102,8 @@ class _Batch:
 
     def admit(self, groups: list[int], prompts: list[list[int]], G: int, pad_id: int,
               room: int) -> None:
-        """Prefill `prompts` (groups `groups`), repeat each G times and join them below the
-        live rows (finished rows are dropped on the way)."""
+        """Prefill `prompts` (groups `groups`) and join G rows of each below the live rows
+        (finished rows are dropped on the way)."""
         cache, logits, attn = prefill(self.model, prompts, pad_id)
         logits = logits.repeat_interleave(G, 0)
         rows = [g * G + j for g in groups for j in range(G)]
@@ -117,7 +117,8 @@ class _Batch:
         self.rows = [self.rows[r] for r in keep.tolist()] + rows
 
     def compact(self) -> None:
-        """Drop the finished rows from the cache (a copy of it: done in bulk, not per row)."""
+        """Drop the finished rows from the cache (a copy of the rows' part of it: done in bulk,
+        not per row)."""
         keep = self._live_index()
         self.state.select(keep)
         self.logits = self.logits[keep]
