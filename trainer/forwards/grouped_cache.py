@@ -29,11 +29,9 @@ class GroupedCache:
     def __init__(self, cache, attn: torch.Tensor, G: int, room: int):
         """From a prefill `cache` of P prompts with attention mask `attn` [P, Lp]: G rows per
         prompt (rows g*G .. g*G + G - 1 for prompt g), room for `room` tokens each."""
-        kvs = layer_keys_values(cache)
-        self.prompt_k, self.prompt_v = [k for k, _ in kvs], [v for _, v in kvs]
-        self.prompt_bias = _bias(attn != 0, self.prompt_k[0].dtype)
+        self.prompt_k, self.prompt_v, self.prompt_bias = _prompt_part(cache, attn)
         P, (_, kv, _, d) = attn.size(0), self.prompt_k[0].shape
-        self.group = torch.arange(P, device=attn.device).repeat_interleave(G)
+        self.group = _groups(P, G, attn.device)
         B = P * G
         self.row_k = [k.new_empty(B, kv, room, d) for k in self.prompt_k]
         self.row_v = [v.new_empty(B, kv, room, d) for v in self.prompt_v]
@@ -120,22 +118,24 @@ class GroupedCache:
             self.group = torch.searchsorted(used, self.group)
         self._ranks()
 
-    def join(self, keep: torch.Tensor, other: "GroupedCache") -> None:
-        """In place: rows `keep` of this cache, then every row of `other` (a fresh cache of
-        more prompts), the prompts' parts padded on the left to a common width and the rows'
-        columns no kept row uses dropped."""
+    def join(self, keep: torch.Tensor, cache, attn: torch.Tensor, G: int, room: int) -> None:
+        """In place: rows `keep` of this cache, then G rows for each prompt of another prefill
+        (`cache`, `attn` as for the constructor), the prompts' parts padded on the left to a
+        common width, the rows' columns no kept row uses dropped, room for `room` more."""
         self.select(keep)
         kept, prompts = self.rows, self.prompts
         own = self.row_bias[:, :self.fill] == 0
         start = int(own.any(0).long().argmax()) if own.numel() and own.any() else self.fill
-        used, room = self.fill - start, other.row_bias.size(1)
-        width = max(self.prompt_bias.size(1), other.prompt_bias.size(1))
-        for mine, theirs in ((self.prompt_k, other.prompt_k), (self.prompt_v, other.prompt_v)):
+        used = self.fill - start
+        new_k, new_v, new_bias = _prompt_part(cache, attn)
+        width = max(self.prompt_bias.size(1), new_bias.size(1))
+        for mine, theirs in ((self.prompt_k, new_k), (self.prompt_v, new_v)):
             for i, t in enumerate(theirs):
                 mine[i] = torch.cat([_left_pad(mine[i], width), _left_pad(t, width)])
         self.prompt_bias = torch.cat([_left_pad(self.prompt_bias, width, float("-inf")),
-                                      _left_pad(other.prompt_bias, width, float("-inf"))])
-        B = kept + other.rows
+                                      _left_pad(new_bias, width, float("-inf"))])
+        new_group = _groups(attn.size(0), G, attn.device)
+        B = kept + new_group.size(0)
 
         def cat_rows(a):
             out = a.new_empty((B, a.size(1), used + room, a.size(3)))
@@ -146,7 +146,7 @@ class GroupedCache:
         bias = self.row_bias.new_full((B, used + room), float("-inf"))
         bias[:kept, :used] = self.row_bias[:, start:self.fill]
         self.row_bias, self.fill = bias, used
-        self.group = torch.cat([self.group, other.group + prompts])
+        self.group = torch.cat([self.group, new_group + prompts])
         self._ranks()
 
 
@@ -156,6 +156,19 @@ def _each(keys: list, values: list, change) -> None:
     for tensors in (keys, values):
         for i, t in enumerate(tensors):
             tensors[i] = change(t)
+
+
+def _prompt_part(cache, attn: torch.Tensor):
+    """A prefill's keys and values per layer ([P, kv, Lp, d], the cache's own tensors) and the
+    bias of its mask `attn` [P, Lp]."""
+    kvs = layer_keys_values(cache)
+    keys, values = [k for k, _ in kvs], [v for _, v in kvs]
+    return keys, values, _bias(attn != 0, keys[0].dtype)
+
+
+def _groups(P: int, G: int, device) -> torch.Tensor:
+    """Row -> prompt for G rows per prompt, rows g*G .. g*G + G - 1 for prompt g."""
+    return torch.arange(P, device=device).repeat_interleave(G)
 
 
 def _bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

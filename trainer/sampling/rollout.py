@@ -361,7 +361,7 @@ def sample_shared_prefix(model, prompts: list[list[int]], G: int, max_new: int, 
     cache, logits, attn = prefill(model, prompts, pad_id)
     rows = start_rows(model, cache, attn, G, max_new, packed)
     del cache           # the rows hold what they read of it (the grouped layout: no copy)
-    return decode_cached(model, rows, logits.repeat_interleave(G, 0), max_new, eos,
+    return decode_cached(rows, logits.repeat_interleave(G, 0), max_new, eos,
                          temperature, top_p, greedy, [row // G for row in range(len(prompts) * G)],
                          gens, entropies, record, version, draw)
 
@@ -378,11 +378,11 @@ def sample_continuations(model, contexts: list[list[int]], max_new: int, eos: se
     cache, logits, attn = prefill(model, contexts, pad_id)
     rows = start_rows(model, cache, attn, 1, max_new, packed)
     del cache
-    return decode_cached(model, rows, logits, max_new, eos, temperature, top_p, greedy,
+    return decode_cached(rows, logits, max_new, eos, temperature, top_p, greedy,
                          list(range(len(contexts))), gens)
 
 
-def decode_cached(model, rows, logits, max_new: int, eos: set[int],
+def decode_cached(rows, logits, max_new: int, eos: set[int],
                   temperature: float, top_p: float, greedy: bool, group_of: list[int],
                   gens: list | None, entropies: list | None = None,
                   record: TokenRecord | None = None, version: int | None = None,
@@ -433,7 +433,7 @@ def decode_cached(model, rows, logits, max_new: int, eos: set[int],
         if record is not None:
             version = record.refresh()
             if version != built:               # new weights: pack them
-                rows.reload(model)
+                rows.reload()
                 built = version
         logits = rows.step(tok)
     return seqs

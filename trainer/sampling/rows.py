@@ -25,7 +25,7 @@ def start_rows(model, cache, attn: torch.Tensor, G: int, room: int, packed: bool
     decoder = PackedDecoder.build(model) if packed else None
     if decoder is None:
         return ForwardRows(model, cache, attn, G, room)
-    return PackedRows(decoder, cache, attn, G, room)
+    return PackedRows(model, decoder, cache, attn, G, room)
 
 
 class ForwardRows:
@@ -66,15 +66,16 @@ class ForwardRows:
         self.attn = torch.cat([pad(old), pad(attn)])
         self.pos = torch.cat([self.pos[keep], attn.sum(-1)])
 
-    def reload(self, model) -> None:
+    def reload(self) -> None:
         """The weights changed in place: the forward reads them as they are."""
 
 
 class PackedRows:
     """A `GroupedCache` stepped by the packed decoder."""
 
-    def __init__(self, decoder: PackedDecoder, cache, attn: torch.Tensor, G: int, room: int):
-        self.decoder = decoder
+    def __init__(self, model, decoder: PackedDecoder, cache, attn: torch.Tensor, G: int,
+                 room: int):
+        self.model, self.decoder = model, decoder
         self.cache = GroupedCache(cache, attn, G, room)
         self.pos = attn.sum(-1).repeat_interleave(G)
 
@@ -88,9 +89,9 @@ class PackedRows:
         self.pos = self.pos[keep]
 
     def join(self, keep: torch.Tensor, cache, attn: torch.Tensor, G: int, room: int) -> None:
-        self.cache.join(keep, GroupedCache(cache, attn, G, room))
+        self.cache.join(keep, cache, attn, G, room)
         self.pos = torch.cat([self.pos[keep], attn.sum(-1).repeat_interleave(G)])
 
-    def reload(self, model) -> None:
+    def reload(self) -> None:
         """The weights changed in place: pack them again."""
-        self.decoder = PackedDecoder(model)
+        self.decoder = PackedDecoder(self.model)
