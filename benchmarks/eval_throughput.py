@@ -179,8 +179,8 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
-    p.add_argument("--batch-size", type=int, default=128,
-                   help="rows at once for rlvr-continuous")
+    p.add_argument("--batch-size", type=int, default=0,
+                   help="rows at once for rlvr-continuous (0 = rlvr eval's default)")
     p.add_argument("--sides", default="rlvr,rlvr-continuous,rlvr-multinomial,rlvr-bf16,"
                                       "rlvr-before,hf-generate,llama.cpp")
     p.add_argument("--workloads", default="rollout,eval")
@@ -191,6 +191,7 @@ def main() -> None:
 
     import rlvr
     from rlvr.trainer.evaluation.evaluate import EvalConfig, LocalSampler, distinct_tasks, evaluate
+    args.batch_size = args.batch_size or EvalConfig.batch_size
     from rlvr.trainer.sampling.rollout import generate
     if args.threads:
         torch.set_num_threads(args.threads)

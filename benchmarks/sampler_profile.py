@@ -140,7 +140,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--eval-tasks", type=int, default=8)
-    p.add_argument("--batch-size", type=int, default=128, help="rlvr eval's rows at once")
+    p.add_argument("--batch-size", type=int, default=0,
+                   help="rlvr eval's rows at once (0 = rlvr eval's default)")
     p.add_argument("--before", action="store_true", help="the sampler as it was")
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=64)
@@ -152,6 +153,8 @@ def main() -> None:
     args = p.parse_args()
     import torch
     model, tok = load(args.tiny, args.dtype)
+    from rlvr.trainer.evaluation.evaluate import EvalConfig
+    args.batch_size = args.batch_size or EvalConfig.batch_size
     if args.before:
         import rlvr.trainer.sampling.rollout as R
         R.preallocate = lambda cache, room: None

@@ -93,6 +93,37 @@ def test_the_packed_decoder_computes_the_models_forward(make, one_torch_thread):
     assert not torch.allclose(plain[0][0], plain[-1][0])    # the steps saw different contexts
 
 
+@pytest.mark.parametrize("make", [_llama, _qwen2], ids=["llama-gqa", "qwen2-bias"])
+def test_a_bfloat16_model_is_probed_in_float32_and_left_bit_for_bit(make, one_torch_thread):
+    # a probe in bfloat16 cannot pass at float32's tolerance (its rounding moves these logits
+    # by ~2e-3): building at all shows the probe ran upcast, and the weights came back exact
+    model = make().to(torch.bfloat16)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert PackedDecoder.build(model) is not None
+    after = model.state_dict()
+    assert all(torch.equal(after[k], v) and after[k].dtype == v.dtype for k, v in before.items())
+    plain, fast = _continue(model, packed=False), _continue(model, packed=True)
+    exact = _continue(make(), packed=False)                 # the float32 model
+    for a, b, c in zip(fast, plain, exact):
+        assert a.dtype == b.dtype == torch.bfloat16
+        torch.testing.assert_close(a.float(), b.float(), rtol=0, atol=8e-3)
+        torch.testing.assert_close(a.float(), c, rtol=0, atol=8e-3)    # as near as bf16's own
+
+
+def test_a_probe_that_raises_leaves_a_bfloat16_model_as_it_was(monkeypatch, one_torch_thread):
+    model = _llama().to(torch.bfloat16)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def boom(self, model):
+        assert next(model.parameters()).dtype == torch.float32    # upcast while probing
+        raise RuntimeError("an internal moved")
+    monkeypatch.setattr(PackedDecoder, "_matches", boom)
+    with pytest.warns(RuntimeWarning, match="an internal moved"):
+        assert PackedDecoder.build(model) is None
+    after = model.state_dict()
+    assert all(torch.equal(after[k], v) and after[k].dtype == v.dtype for k, v in before.items())
+
+
 def test_a_decoder_that_differs_from_the_forward_is_not_used(monkeypatch, one_torch_thread):
     # the probe at build time compares with the model's forward: an error of 1e-2 in the
     # logits (a wrong rotary, a missed bias) sends the sampler back to the model

@@ -9,18 +9,21 @@ runs the same maths with the weights fused (q|k|v, gate|up) and packed once per 
 call in the layout oneDNN's GEMM reads (the packing PyTorch's inductor does for frozen CPU
 graphs), and attention computed per key-value head over a `GroupedCache`, which keeps a
 prompt's keys and values once for all of its rows. Norms, rotary embeddings and the MLP's
-activation are the model's own modules and functions. It is used for float32 models on a CPU,
-where it measured faster; in bfloat16 the model's forward already runs oneDNN and was not
-slower.
+activation are the model's own modules and functions. It is used for float32 and bfloat16
+models on a CPU, where it measured faster than the forward.
 
 It is speed code: the same function as the model's forward up to float rounding (a few 1e-6
 in the logits; the GEMMs sum in another order), so a token drawn where two are that close can
 differ. `PackedDecoder.build` compares it with the model's forward on a probe and returns None
 when they differ or the model is not a shape it knows; the sampler then calls the model's
 forward (with one warning when a model of a known family fails the probe; tests/test_decode.py).
+A bfloat16 model is probed in float32 (its weights upcast in place for the probe and restored
+bit for bit): bfloat16's rounding moves the logits by whole units, which would hide a wrong
+index or mask that float32 shows at once.
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import torch
@@ -36,6 +39,8 @@ __all__ = ["PackedDecoder"]
 # Decoders whose block is: x + o(attn(rope(q), rope(k), v)) then x + down(act(gate) * up),
 # each sub-layer after an RMSNorm, with full (not sliding-window) causal attention.
 _FAMILIES = ("llama", "mistral", "qwen2")
+# The weights' dtypes it runs (on a CPU; attention always in float32: grouped_cache.py).
+_DTYPES = (torch.float32, torch.bfloat16)
 # How far the probe's logits may be from the forward's, relative to their largest: float32
 # rounding in another summation order (measured ~6e-6 on SmolLM2-135M).
 _TOLERANCE = 1e-4
@@ -104,16 +109,15 @@ class PackedDecoder:
         try:
             if not _known_shape(model):
                 return None
-            decoder = cls(model)
             if model not in _PROBED:
-                _PROBED[model] = decoder._matches(model)
+                with _in_float32(model):
+                    _PROBED[model] = cls(model)._matches(model)
                 if not _PROBED[model]:
                     _warn(model, "its logits differ from the forward's on the probe")
-            ok = _PROBED[model]
+            return cls(model) if _PROBED[model] else None
         except Exception as exc:   # an internal moved: the model's own forward still works
             _warn(model, f"{type(exc).__name__}: {exc}")
             return None
-        return decoder if ok else None
 
     @torch.no_grad()
     def __call__(self, tokens: torch.Tensor, pos: torch.Tensor,
@@ -176,14 +180,33 @@ def _warn(model, why: str) -> None:
                   stacklevel=4)
 
 
+@contextlib.contextmanager
+def _in_float32(model):
+    """`model`'s bfloat16 parameters and buffers upcast to float32 inside the block, restored
+    after it (bfloat16 -> float32 -> bfloat16 is exact); nothing changes for a float32 model."""
+    base = base_model(model)
+    tensors = [t for t in (*base.parameters(), *base.buffers()) if t.dtype == torch.bfloat16]
+    for t in tensors:
+        t.data = t.data.float()
+    try:
+        yield
+    finally:
+        for t in tensors:
+            t.data = t.data.to(torch.bfloat16)
+
+
 def _known_shape(model) -> bool:
-    """A float32 CPU model of a family above, laid out as `decoder_parts` reads it, with plain
-    linear layers (raises where the layout differs)."""
+    """A float32 or bfloat16 CPU model of a family above, all of its weights in one dtype, laid
+    out as `decoder_parts` reads it, with plain linear layers (raises where the layout
+    differs)."""
     base = base_model(model)
     cfg = getattr(base, "config", None)
-    weight = next(base.parameters())
-    if weight.device.type != "cpu" or weight.dtype != torch.float32:
-        return False       # measured faster only there (bfloat16 was not: benchmarks/README.md)
+    dtypes = {p.dtype for p in base.parameters()}
+    devices = {p.device.type for p in base.parameters()}
+    if devices != {"cpu"} or len(dtypes) != 1 or dtypes.pop() not in _DTYPES:
+        return False       # measured faster only there (benchmarks/README.md)
+    if any(type(p.data) is not torch.Tensor for p in base.parameters()):
+        return False       # sharded or quantized tensors (a probe would upcast them in place)
     if getattr(cfg, "model_type", None) not in _FAMILIES:
         return False
     if getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True):

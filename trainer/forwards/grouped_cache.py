@@ -9,6 +9,11 @@ their own tokens row by row, under one softmax over both parts: the same attenti
 same keys, summed in another order ("cascade" or shared-prefix attention: Juravsky et al.
 2024, "Hydragen"; Ye et al. 2024, "Cascade Inference"). It saves most at many rows per
 prompt, where the prompt's part was most of what attention read (`rlvr eval`'s n samples).
+
+Keys and values are kept, and attention summed, in float32 whatever the model's dtype: for a
+bfloat16 model that is what PyTorch's CPU attention kernels do inside (they accumulate in
+float32 and round the output to bfloat16, as `attend` does), and it measured faster than
+products in bfloat16 at these small shapes.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ __all__ = ["GroupedCache"]
 class GroupedCache:
     """Keys and values of B rows in P prompt groups, per layer: `prompt_k`/`prompt_v`
     [P, kv, Lp, d] (left-padded, `prompt_bias` [P, Lp] is -inf on padding) and `row_k`/`row_v`
-    [B, kv, room, d], the rows' own tokens at columns below `fill` (`row_bias` [B, room] is
+    [B, kv, room, d] (float32), the rows' own tokens at columns below `fill` (`row_bias` [B, room] is
     -inf where a row has no token: columns written before it joined). Row b belongs to prompt
     `group[b]` and is its `rank[b]`-th row."""
 
@@ -63,7 +68,8 @@ class GroupedCache:
                scaling: float) -> torch.Tensor:
         """Layer `idx`: write this step's key and value ([B, kv, 1, d]) at column `fill` and
         return attention of `q` [B, kv, h, d] (h query heads per key-value head) over each
-        row's prompt and its own tokens, this one included: [B, kv, h, d]."""
+        row's prompt and its own tokens, this one included: [B, kv, h, d] in `q`'s dtype."""
+        dtype, q = q.dtype, q.float()
         f, rk, rv = self.fill, self.row_k[idx], self.row_v[idx]
         rk[:, :, f] = k[:, :, 0]
         rv[:, :, f] = v[:, :, 0]
@@ -72,7 +78,8 @@ class GroupedCache:
         to_prompt = self._per_row(self._stacked(q) @ pk.transpose(-1, -2), q.size(2))
         scores = torch.cat([to_prompt, q @ rk.transpose(-1, -2)], -1) * scaling + self._bias()
         p_prompt, p_own = torch.softmax(scores, -1).split([pk.size(2), f + 1], -1)
-        return self._per_row(self._stacked(p_prompt) @ pv, q.size(2)) + p_own @ rv
+        out = self._per_row(self._stacked(p_prompt) @ pv, q.size(2)) + p_own @ rv
+        return out.to(dtype)
 
     def _stacked(self, x: torch.Tensor) -> torch.Tensor:
         """[B, kv, h, n] per row -> [P, kv, width * h, n]: each group's rows one matrix (the
@@ -159,11 +166,11 @@ def _each(keys: list, values: list, change) -> None:
 
 
 def _prompt_part(cache, attn: torch.Tensor):
-    """A prefill's keys and values per layer ([P, kv, Lp, d], the cache's own tensors) and the
-    bias of its mask `attn` [P, Lp]."""
+    """A prefill's keys and values per layer ([P, kv, Lp, d] in float32: the cache's own tensors
+    for a float32 model) and the bias of its mask `attn` [P, Lp]."""
     kvs = layer_keys_values(cache)
-    keys, values = [k for k, _ in kvs], [v for _, v in kvs]
-    return keys, values, _bias(attn != 0, keys[0].dtype)
+    keys, values = [k.float() for k, _ in kvs], [v.float() for _, v in kvs]
+    return keys, values, _bias(attn != 0, torch.float32)
 
 
 def _groups(P: int, G: int, device) -> torch.Tensor:
