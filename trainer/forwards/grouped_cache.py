@@ -27,9 +27,9 @@ __all__ = ["GroupedCache"]
 class GroupedCache:
     """Keys and values of B rows in P prompt groups, per layer: `prompt_k`/`prompt_v`
     [P, kv, Lp, d] (left-padded, `prompt_bias` [P, Lp] is -inf on padding) and `row_k`/`row_v`
-    [B, kv, room, d] (float32), the rows' own tokens at columns below `fill` (`row_bias` [B, room] is
-    -inf where a row has no token: columns written before it joined). Row b belongs to prompt
-    `group[b]` and is its `rank[b]`-th row."""
+    [B, kv, room, d], all float32, the rows' own tokens at columns below `fill` (`row_bias`
+    [B, room] is -inf where a row has no token: columns written before it joined). Row b
+    belongs to prompt `group[b]` and is its `rank[b]`-th row."""
 
     def __init__(self, cache, attn: torch.Tensor, G: int, room: int):
         """From a prefill `cache` of P prompts with attention mask `attn` [P, Lp]: G rows per
