@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from rlvr.core import Task  # noqa: E402
 from rlvr.trainer.reward_models.rm_training import bradley_terry_loss, build_tiny_reward_model  # noqa: E402
-from rlvr.verifiers.reward_model import RewardModel, load_scalar_model  # noqa: E402
+from rlvr.verifiers.reward_model import RewardModel, RewardModelConfig, load_scalar_model  # noqa: E402
 
 PROMPTS = ["What is 2 + 3?", [{"role": "system", "content": "Be brief."},
                               {"role": "user", "content": "Name a prime above 10."}],
@@ -133,12 +133,37 @@ def test_chat_template_that_rejects_the_turns_is_an_error(tmp_path):
     assert good.ok
 
 
-def test_truncation_is_reported_or_an_error(classifier_dir):
-    long = "x" * 200
-    v = RewardModel(classifier_dir, max_length=40).score(Task("t", prompt="p"), long)
+def test_truncation_is_reported(classifier_dir):
+    v = RewardModel(classifier_dir, max_length=40).score(Task("t", prompt="p"), "x" * 200)
     assert v.ok and "truncated from" in v.reason and "to 40 tokens" in v.reason
-    strict = RewardModel(classifier_dir, max_length=40, on_overflow="error")
-    assert strict.score(Task("t", prompt="p"), long).status == "error"
+
+
+def test_a_refused_overflow_is_scored_against_the_completion_not_an_error(classifier_dir):
+    """The completion made the pair too long: `unparsed` with the configured floor (never an
+    `error`, which training leaves out: a policy would learn to write past the limit)."""
+    rm = RewardModel(classifier_dir, max_length=40, on_overflow="refuse", overflow_score=-7.5)
+    short, long = rm.score_batch([Task("t", prompt="p")] * 2, ["x", "x" * 200])
+    assert short.ok and short.extracted is not None
+    assert long.status == "unparsed" and long.score == -7.5 and "not judged" in long.reason
+    assert rm.stats["refused"] == 1 and rm.stats["scored"] == 1
+    sig = RewardModel(classifier_dir, max_length=40, on_overflow="refuse", normalize="sigmoid")
+    v = sig.score(Task("t", prompt="p"), "x" * 200)
+    assert v.status == "unparsed" and v.score == 0.0
+
+
+def test_a_prompt_too_long_by_itself_is_an_error_not_the_policys(classifier_dir):
+    rm = RewardModel(classifier_dir, max_length=40, on_overflow="refuse", normalize="sigmoid")
+    v = rm.score(Task("t", prompt="y " * 200), "5")
+    assert v.status == "error" and "prompt alone" in v.reason and "raise max_length" in v.reason
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"on_overflow": "error"}, "policy's: use 'refuse'"),
+    ({"on_overflow": "refuse"}, "needs overflow_score"),
+    ({"on_overflow": "refuse", "normalize": "running"}, "needs overflow_score")])
+def test_overflow_settings_that_could_reward_a_refusal_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RewardModelConfig(path="unused", **kwargs)
 
 
 def test_sigmoid_and_running_normalisation(classifier_dir):

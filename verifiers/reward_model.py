@@ -16,7 +16,10 @@ What "scoring" means here, precisely:
 - the (prompt, completion) pair is rendered with the tokenizer's chat template (the same
   rendering `rlvr train-rm` trained on, see `render_pair`);
 - a pair longer than `max_length` tokens is cut from the left (the completion is what is being
-  judged) and the verdict's `reason` says so -- or it is an `error` when `on_overflow="error"`;
+  judged) and the verdict's `reason` says so -- or, with `on_overflow="refuse"`, it is not judged:
+  the completion made it too long, so it is `unparsed` with `overflow_score` (the policy's doing,
+  scored against it, never an `error` a policy could learn to reach); a prompt too long by
+  itself is an `error` (the task's or the config's doing, not the policy's);
 - pairs are sorted by length and run in batches under `torch.inference_mode`;
 - the score is the model's scalar, optionally normalised (`sigmoid`, or a running mean/std);
   the raw scalar is kept in `Verdict.extracted`;
@@ -33,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from rlvr.core import ERROR, OK, BaseReward, Completion, Task, Verdict, as_completion
+from rlvr.core import ERROR, OK, UNPARSED, BaseReward, Completion, Task, Verdict, as_completion
 
 __all__ = ["RewardModel", "RewardModelConfig", "ScalarModel", "load_scalar_model", "render_pair",
            "RunningNorm", "VALUE_HEAD_FILE", "RM_META_FILE"]
@@ -42,6 +45,7 @@ VALUE_HEAD_FILE = "value_head.safetensors"
 RM_META_FILE = "rlvr_reward_model.json"
 KINDS = ("auto", "classifier", "value_head")
 NORMALIZERS = (None, "sigmoid", "running")
+OVERFLOWS = ("truncate", "refuse")
 
 
 # --------------------------------------------------------------------------- rendering
@@ -294,7 +298,12 @@ class RewardModelConfig:
     max_length: int = 1024
     """Longest rendered pair in tokens; longer ones are cut from the left and reported."""
     on_overflow: str = "truncate"
-    """`truncate` (cut from the left, note it in `reason`) or `error` (status=error)."""
+    """`truncate` (cut from the left, note it in `reason`) or `refuse` (not judged: `unparsed`
+    with `overflow_score`; an `error` only when the prompt alone is too long)."""
+    overflow_score: float | None = None
+    """What a refused pair scores. Needed unless `normalize="sigmoid"` (whose floor, 0, is the
+    default): a raw or standardised score has no floor, and a refusal must not outscore the
+    model's judgement of a shorter completion (set it at or below the lowest score it gives)."""
     normalize: str | None = None
     """None (raw scalar), `sigmoid` (into (0, 1)), or `running` (running mean/std)."""
     use_chat_template: bool = True
@@ -309,8 +318,15 @@ class RewardModelConfig:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.normalize not in NORMALIZERS:
             raise ValueError(f"normalize must be one of {NORMALIZERS}, got {self.normalize!r}")
-        if self.on_overflow not in ("truncate", "error"):
-            raise ValueError("on_overflow must be 'truncate' or 'error'")
+        if self.on_overflow not in OVERFLOWS:
+            raise ValueError(f"on_overflow must be one of {OVERFLOWS}, got {self.on_overflow!r}"
+                             + (" (an overflow the completion causes is the policy's: use "
+                                "'refuse')" if self.on_overflow == "error" else ""))
+        if self.on_overflow == "refuse" and self.overflow_score is None \
+                and self.normalize != "sigmoid":
+            raise ValueError("on_overflow='refuse' needs overflow_score=<a score at or below the "
+                             "model's lowest> unless normalize='sigmoid' (0 is not the floor of "
+                             "a raw or running score)")
         if self.batch_size < 1 or self.max_length < 2:
             raise ValueError("batch_size must be >= 1 and max_length >= 2")
 
@@ -343,7 +359,7 @@ class RewardModel(BaseReward):
         self.config = config
         self.name = config.name
         self.norm = RunningNorm() if config.normalize == "running" else None
-        self.stats = {"scored": 0, "truncated": 0, "errors": 0}
+        self.stats = {"scored": 0, "truncated": 0, "refused": 0, "errors": 0}
         self._load()
 
     def _load(self) -> None:
@@ -410,12 +426,26 @@ class RewardModel(BaseReward):
             return Verdict(0.0, ERROR, reason="cannot score: the rendered pair has no tokens")
         note, limit = "", self.config.max_length
         if len(ids) > limit:
-            if self.config.on_overflow == "error":
-                return Verdict(0.0, ERROR, reason=f"{len(ids)} tokens > max_length {limit}")
+            if self.config.on_overflow == "refuse":
+                return self._refused(task, len(ids))
             note = f"truncated from {len(ids)} to {limit} tokens (kept the end)"
             ids = ids[-limit:]
             self.stats["truncated"] += 1
         return _Prepared(index, ids, note)
+
+    def _refused(self, task: Task, length: int) -> Verdict:
+        """A pair past `max_length`, not judged: the policy's doing unless the prompt alone
+        (with an empty completion) is already too long."""
+        limit = self.config.max_length
+        prompt = len(self._encode(render_pair(self.tokenizer, task.prompt, "",
+                                              self.config.use_chat_template)))
+        if prompt > limit:
+            return Verdict(0.0, ERROR, reason=f"cannot score: the prompt alone is {prompt} tokens "
+                                              f"> max_length {limit}; raise max_length")
+        self.stats["refused"] = self.stats.get("refused", 0) + 1
+        score = 0.0 if self.config.overflow_score is None else float(self.config.overflow_score)
+        return Verdict(score, UNPARSED, reason=f"not judged: {length} tokens > max_length "
+                                               f"{limit} (the completion made it too long)")
 
     def _encode(self, text: str) -> list[int]:
         # A chat template writes its own special tokens; plain text gets the tokenizer's (BOS).
