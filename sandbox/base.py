@@ -78,6 +78,9 @@ class RunResult:
     tasks_created: int | None = None
     """Processes and threads the run created, as the sandbox counted them (PIDs allocated in its
     PID namespace while it ran); None where it could not count."""
+    limits: Limits | None = None
+    """The limits the run ran under: those asked for, tightened to the backend's own where it
+    has fixed ones (a Docker container's). A verdict naming a limit compares with these."""
 
     def __post_init__(self):
         if self.status not in RUN_STATUSES:
@@ -152,7 +155,7 @@ class Sandbox:
         files[spec["file"]] = program
         line = list(argv) if argv else [self.python if a == SYSTEM_PYTHON else a
                                         for a in spec["argv"]]
-        lim = limits or self.limits
+        lim = self._effective(limits or self.limits)
         request = {"argv": line, "files": {k: _b64(v) for k, v in files.items()},
                    "stdin": _b64(stdin) if stdin else "", "limits": asdict(lim),
                    "warm": self.warm and language == "python" and not argv}
@@ -192,6 +195,11 @@ class Sandbox:
     def _execute(self, request: dict, limits: Limits) -> dict:
         raise NotImplementedError
 
+    def _effective(self, limits: Limits) -> Limits:
+        """The limits a run asking for `limits` gets (a backend with fixed limits of its own
+        tightens them to those)."""
+        return limits
+
     # -- shared
     def _to_result(self, raw: dict, lim: Limits) -> RunResult:
         if "infra_error" in raw:
@@ -202,7 +210,7 @@ class Sandbox:
         res = RunResult("ok", raw.get("exit_code"), raw.get("signal"),
                         out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), chan,
                         raw["wall_s"], raw.get("cpu_s"), peak_mb, any(raw["truncated"]),
-                        backend=self.backend, tasks_created=raw.get("tasks_created"))
+                        backend=self.backend, tasks_created=raw.get("tasks_created"), limits=lim)
         res.status, res.reason = classify(raw, res, lim)
         return res
 

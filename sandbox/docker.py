@@ -21,7 +21,7 @@ import tarfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from hashlib import sha256
 from pathlib import Path
 
@@ -274,6 +274,15 @@ class DockerSandbox(Sandbox):
         with self._lock:
             self._all.discard(c)
         c.remove()
+
+    def _effective(self, limits: Limits) -> Limits:
+        """A run's processes, memory and disk are at most the container's (its pids, memory
+        and tmpfs sizes are fixed when it starts): a run asking for more gets those, and its
+        result says so, so a verdict never names a limit the run did not have."""
+        own = self.limits
+        return replace(limits, processes=min(limits.processes, own.processes),
+                       memory_mb=min(limits.memory_mb, own.memory_mb),
+                       disk_mb=min(limits.disk_mb, own.disk_mb))
 
     def _execute(self, request: dict, limits: Limits) -> dict:
         if self._closed:

@@ -92,6 +92,26 @@ def test_fork_bomb_is_contained(sb):
     assert_contained(sb)
 
 
+def test_a_run_gets_and_reports_the_limits_it_ran_under(sb):
+    """A run asking for more than a container's fixed pids/memory/disk gets the container's,
+    and its result says so (a verdict naming a limit must name the one that bound)."""
+    asked = Limits(wall_s=4, cpu_s=3, processes=TEST_LIMITS.processes + 16,
+                   memory_mb=TEST_LIMITS.memory_mb + 400, disk_mb=TEST_LIMITS.disk_mb + 32)
+    res = run(sb, """
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_NPROC)[0],
+              resource.getrlimit(resource.RLIMIT_AS)[0] >> 20)
+        """, limits=asked)
+    nproc, as_mb = map(int, res.stdout.split())
+    got = res.limits
+    if sb.backend == "docker":
+        assert (got.processes, got.memory_mb, got.disk_mb) == \
+            (TEST_LIMITS.processes, TEST_LIMITS.memory_mb, TEST_LIMITS.disk_mb)
+    else:                               # a slot's cgroup is set per run: what was asked
+        assert got == asked
+    assert as_mb == got.memory_mb and nproc in (got.processes, got.processes + 1)
+
+
 def test_memory_bomb_hits_the_limit(sb):
     res = run(sb, """
         chunks = []

@@ -450,13 +450,14 @@ class CodeReward(BaseReward):
         """
         if res.status in LIMIT_STATUSES:
             return res.reason or res.status
-        peak, cap = res.peak_memory_mb, self.limits.memory_mb
+        lim = res.limits or self.limits          # what the run had: the sandbox may tighten
+        peak, cap = res.peak_memory_mb, lim.memory_mb
         if peak is not None and peak >= NEAR_LIMIT * cap:
             hit = _raised(records, "MemoryError")
             if hit:
                 return (f"memory limit exceeded: {cap} MB (test {hit[0]}; the sandbox "
                         f"measured a peak of {peak:.0f} MB)")
-        made, most = res.tasks_created, self.limits.processes
+        made, most = res.tasks_created, lim.processes
         if made is not None and made >= NEAR_LIMIT * most:
             hit = _raised(records, "BlockingIOError: [Errno 11]")     # fork/thread refused
             if hit:
