@@ -80,6 +80,17 @@ def test_sandbox_outage_is_infra_error_after_bounded_retries():
     assert "engine restarting" in v.reason
 
 
+def test_a_limit_is_named_against_the_limits_the_run_had():
+    """A sandbox may tighten a run's limits (a Docker pool's are fixed when it starts): whether
+    the program reached one, and which, is judged against the limits it ran under."""
+    r = CodeReward(limits=Limits(processes=64))
+    refused = {0: {"i": 0,
+                   "error": "BlockingIOError: [Errno 11] Resource temporarily unavailable"}}
+    ran = RunResult("ok", 1, tasks_created=45, limits=Limits(processes=48))
+    assert "more than 48 processes" in r._limit_passed(ran, refused)
+    assert r._limit_passed(RunResult("ok", 1, tasks_created=45), refused) == ""  # 45 of 64
+
+
 # --------------------------------------------------------------------------- grader tricks
 
 SECRET_A, SECRET_B = random.Random(7).getrandbits(60), random.Random(8).getrandbits(60)

@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 
 from rlvr.core import Task  # noqa: E402
 from rlvr.trainer.reward_models.rm_training import bradley_terry_loss, build_tiny_reward_model  # noqa: E402
-from rlvr.verifiers.reward_model import RewardModel, RewardModelConfig, load_scalar_model  # noqa: E402
+from rlvr.verifiers.reward_model import (RewardModel, RewardModelConfig,  # noqa: E402
+                                          load_scalar_model)
 
 PROMPTS = ["What is 2 + 3?", [{"role": "system", "content": "Be brief."},
                               {"role": "user", "content": "Name a prime above 10."}],
