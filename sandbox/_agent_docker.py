@@ -10,13 +10,43 @@ import os
 import resource
 import time
 
-from _agent_core import (PR_SET_CHILD_SUBREAPER, RUNNER, NotNamespaceInit, Program, _kill_all,
-                         _libc, _reap, prctl, recv, send, supervise)
+from _agent_core import (AGENT_TASKS, PR_SET_CHILD_SUBREAPER, RUNNER, NotNamespaceInit, Program,
+                         _kill_all, _libc, _reap, cgroup_first_slack, prctl, recv, send,
+                         supervise)
 from _agent_process import _write_files
 
 WRITABLE = ("/work", "/tmp", "/dev/shm", "/dev/mqueue")
 """Where a run can leave state: the tmpfs scratch dirs and the IPC namespace's POSIX message
 queues (the container keeps its IPC namespace between runs; SysV objects are removed too)."""
+
+PIDS_DIRS = ("/sys/fs/cgroup/pids/", "/sys/fs/cgroup/")
+"""Where the container sees its own pids cgroup: cgroup v1's pids hierarchy, or v2's root (the
+container's private cgroup namespace)."""
+
+
+def _pids_cgroup():
+    """(pids.max, path of pids.events) of the container's pids cgroup; None where unreadable or
+    unlimited."""
+    for d in PIDS_DIRS:
+        try:
+            with open(d + "pids.max") as f:
+                return int(f.read()), d + "pids.events"
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _refused_forks(events):
+    """How many forks the pids cgroup has refused at its limit (None where unreadable)."""
+    try:
+        with open(events) as f:
+            for line in f:
+                if line.startswith("max "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
 
 def _as_sandbox_user(uid, fn, *args):
     """Run fn in a child that has become the sandbox uid (file writes land with its owner)."""
@@ -197,8 +227,15 @@ def _run_one(program, io, writable):
     os.write(progress, b"r")
     try:
         stdin_path = _prepare(req)
+        pids = _pids_cgroup()
+        processes = req["limits"]["processes"]
+        if pids and processes >= pids[0] - AGENT_TASKS:    # the container's limit is the run's
+            req["nproc_slack"] = cgroup_first_slack(processes)
+        refused = _refused_forks(pids[1]) if pids else None
         oom_before = _oom_kills()
         result = supervise(program, req, stdin_path)
+        if refused is not None and (_refused_forks(pids[1]) or 0) > refused:
+            result["cg_pids_max"] = True
         if oom_before is not None and (_oom_kills() or 0) > oom_before:
             result["cg_oom"] = True
         if stdin_path:

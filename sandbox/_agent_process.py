@@ -15,7 +15,8 @@ import time
 from _agent_core import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS,
                          DEVICES, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE,
                          MS_RDONLY, MS_REC, MS_REMOUNT, PR_SET_PDEATHSIG, SYS_PIVOT_ROOT, _check,
-                         Program, _libc, _reap, inode_cap, mount, prctl, recv, send, supervise)
+                         Program, _libc, _reap, cgroup_first_slack, inode_cap, mount, prctl, recv,
+                         send, supervise)
 
 
 def _write_files(base, files, uid):
@@ -138,7 +139,8 @@ def _init(cfg, io, cgroups, program):
     os.write(progress, b"r")                  # a request is taken: it gets one answer
     try:
         req["uid"] = cfg["uid"]
-        req["nproc_slack"] = 1 if cgroups.has_pids else 0   # the pids cgroup refuses first
+        req["nproc_slack"] = cgroup_first_slack(req["limits"]["processes"]) \
+            if cgroups.has_pids else 0
         try:
             cgroups.prepare(req["limits"])
         except OSError as exc:

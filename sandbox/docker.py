@@ -25,7 +25,7 @@ from dataclasses import asdict, replace
 from hashlib import sha256
 from pathlib import Path
 
-from ._agent_core import inode_cap
+from ._agent_core import AGENT_TASKS, inode_cap
 from ._uids import claim_uid
 from .base import RESPONSE_MARGIN_S, SYSTEM_PYTHON, Limits, Sandbox, SandboxUnavailable
 
@@ -176,7 +176,7 @@ class _Container:
             network_mode="none", read_only=True, auto_remove=True,
             tmpfs={"/work": scratch, "/tmp": scratch + ",exec", "/run": "size=16m,mode=700"},
             shm_size=f"{limits.disk_mb}m", mem_limit=mem, memswap_limit=mem,
-            pids_limit=limits.processes + 8, nano_cpus=10**9, cap_drop=["ALL"],
+            pids_limit=max(limits.processes, 2) + AGENT_TASKS, nano_cpus=10**9, cap_drop=["ALL"],
             cap_add=["SETUID", "SETGID", "KILL"], security_opt=["no-new-privileges"],
             binds={"/usr": {"bind": "/usr", "mode": "ro"},
                    "/etc/ld.so.cache": {"bind": "/etc/ld.so.cache", "mode": "ro"}},

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.sandbox import Limits, RunResult
+from rlvr.sandbox._agent_core import cgroup_first_slack
 from sandbox_support import (CANARY, ENV_CANARY, TEST_LIMITS, make_sandbox,
                              sandbox_processes, sandbox_shm_segments,
                              sandbox_uids)
@@ -92,6 +93,19 @@ def test_fork_bomb_is_contained(sb):
     assert_contained(sb)
 
 
+def test_a_fork_bomb_at_the_run_cgroups_limit_is_named_by_the_kernels_count(sb):
+    """Where the run's process limit is its cgroup's (a process slot's; a container at its
+    pool's limit) the cgroup refuses first and counts what it refused, so even a bomb whose
+    first refused fork ends the program is `process_limit`, read from the kernel."""
+    res = run(sb, """
+        import os
+        while True:
+            os.fork()
+        """, limits=Limits(wall_s=4, cpu_s=3, processes=TEST_LIMITS.processes))
+    assert res.status == "process_limit", res
+    assert_contained(sb)
+
+
 def test_a_run_gets_and_reports_the_limits_it_ran_under(sb):
     """A run asking for more than a container's fixed pids/memory/disk gets the container's,
     and its result says so (a verdict naming a limit must name the one that bound)."""
@@ -109,7 +123,8 @@ def test_a_run_gets_and_reports_the_limits_it_ran_under(sb):
             (TEST_LIMITS.processes, TEST_LIMITS.memory_mb, TEST_LIMITS.disk_mb)
     else:                               # a slot's cgroup is set per run: what was asked
         assert got == asked
-    assert as_mb == got.memory_mb and nproc in (got.processes, got.processes + 1)
+    # the run's cgroup holds it to `processes`; RLIMIT_NPROC stands above it (cgroup_first_slack)
+    assert as_mb == got.memory_mb and nproc == got.processes + cgroup_first_slack(got.processes)
 
 
 def test_memory_bomb_hits_the_limit(sb):
