@@ -30,6 +30,8 @@ SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/work", "LANG": 
 DEVICES = ("null", "zero", "full", "random", "urandom")
 POLL_S = 0.01
 INODES_PER_MB = 256
+"""Files + directories per MB of scratch disk (16,384 for the default 64 MB): a run cannot make
+its clean-up slow by filling the tmpfs with millions of empty files."""
 AGENT_TASKS = 2
 """The docker agent's own tasks in its container while a program runs (PID 1 and the run's
 runner): a container's pids limit is its pool's `processes` plus these, so the program's tree
@@ -43,8 +45,6 @@ def cgroup_first_slack(processes):
     task: a per-uid limit just above the cgroup's fired first in most bombs, one twice the
     cgroup's (plus the agent's tasks) cannot."""
     return processes + AGENT_TASKS
-"""Files + directories per MB of scratch disk (16,384 for the default 64 MB): a run cannot make
-its clean-up slow by filling the tmpfs with millions of empty files."""
 
 
 def inode_cap(limits):
