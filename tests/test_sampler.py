@@ -57,6 +57,30 @@ def test_a_refilled_batch_samples_what_each_prompt_gets_alone(tiny, greedy, draw
         assert min(lengths) < 24 and len(set(lengths)) > 2    # rows finished at different steps
 
 
+def test_refilling_computes_the_shared_prefix_once_for_every_admission(tiny, one_torch_thread,
+                                                                        monkeypatch):
+    """Prompts admitted one at a time as rows finish continue from one computation of the
+    prefix they all share (the system turn): only their own tokens run again."""
+    import rlvr.trainer.sampling.batching as B
+    from rlvr.trainer.forwards.prefix import MIN_COMMON_PREFIX, common_prefix
+    from rlvr.trainer.sampling.rollout import eos_ids
+    model, tok = tiny
+    prompts = _prompts(tok)
+    shared = common_prefix(prompts)
+    assert shared >= MIN_COMMON_PREFIX
+    widths, real = [], model.forward
+    monkeypatch.setattr(model, "forward", lambda *a, **k: (
+        widths.append(tuple(k["input_ids"].shape)), real(*a, **k))[1])
+    admitted = []
+    real_admit = B._Batch.admit
+    monkeypatch.setattr(B._Batch, "admit", lambda self, groups, *a: (
+        admitted.append(list(groups)), real_admit(self, groups, *a))[1])
+    B.sample_refilling(model, prompts, 3, 24, eos_ids(tok, model), tok.pad_token_id, 0.9, 1.0,
+                       False, [11, 12, 13, 14, 15], max_rows=7)
+    assert len(admitted) >= 3                       # prompts were admitted in several calls
+    assert [w for w in widths if w[1] >= shared] == [(1, shared)]
+
+
 def _exact_two_token_law(model, prompt, temperature):
     """p(t1) and the marginal p(t2) = sum_t1 p(t1) p(t2 | t1), from plain full forwards."""
     with torch.no_grad():

@@ -21,6 +21,7 @@ from collections import deque
 
 import torch
 
+from rlvr.trainer.forwards.prefix import SharedPrefix, one_pass
 from rlvr.trainer.sampling.rollout import _pick, prefill
 from rlvr.trainer.sampling.rows import start_rows
 
@@ -44,30 +45,34 @@ def sample_refilling(model, prompts: list[list[int]], G: int, max_new: int, eos:
         [torch.Generator(device).manual_seed(s) for s in seeds]
     out: list[list[int]] = [[] for _ in range(len(prompts) * G)]
     waiting = deque(range(len(prompts)))
-    state = _Batch(model, device, packed)
-    while waiting or state.live:
-        admit = []
-        while waiting and (state.live_count + (len(admit) + 1) * G <= max_rows
-                           or not (state.live or admit)):
-            admit.append(waiting.popleft())
-        if admit:
-            state.admit(admit, [prompts[g] for g in admit], G, pad_id, max_new)
-        elif state.dead_count * 8 >= state.size:      # an eighth of the batch finished: drop
-            state.compact()
-        live = [r for r, row in enumerate(state.rows) if row is not None]
-        idx = torch.tensor(live, device=device)
-        logits = state.logits if len(live) == state.size else state.logits[idx]
-        tok = _pick(logits, temperature, top_p, greedy,
-                    [state.rows[r] // G for r in live], gens, draw=draw)
-        step = torch.full((state.size,), pad_id, dtype=torch.long, device=device)
-        step[idx] = tok
-        for r, t in zip(live, tok.tolist()):
-            row = state.rows[r]
-            out[row].append(t)
-            if t in eos or len(out[row]) == max_new:
-                state.rows[r] = None
-        if state.live:
-            state.forward(step)
+    # the prefix every prompt shares (a system turn, instructions), computed once for every
+    # admission instead of again with each prompt admitted
+    prefix = SharedPrefix.of(prompts, device) if len(prompts) > 1 else None
+    state = _Batch(model, device, packed, prefix)
+    with one_pass(prefix):      # the prefix's cache lives for this call only
+        while waiting or state.live:
+            admit = []
+            while waiting and (state.live_count + (len(admit) + 1) * G <= max_rows
+                               or not (state.live or admit)):
+                admit.append(waiting.popleft())
+            if admit:
+                state.admit(admit, [prompts[g] for g in admit], G, pad_id, max_new)
+            elif state.dead_count * 8 >= state.size:      # an eighth of the batch finished: drop
+                state.compact()
+            live = [r for r, row in enumerate(state.rows) if row is not None]
+            idx = torch.tensor(live, device=device)
+            logits = state.logits if len(live) == state.size else state.logits[idx]
+            tok = _pick(logits, temperature, top_p, greedy,
+                        [state.rows[r] // G for r in live], gens, draw=draw)
+            step = torch.full((state.size,), pad_id, dtype=torch.long, device=device)
+            step[idx] = tok
+            for r, t in zip(live, tok.tolist()):
+                row = state.rows[r]
+                out[row].append(t)
+                if t in eos or len(out[row]) == max_new:
+                    state.rows[r] = None
+            if state.live:
+                state.forward(step)
     return out
 
 
@@ -75,8 +80,8 @@ class _Batch:
     """The running rows (`rows.py`: their cache, masks and positions), their last logits and
     which output row each batch row writes to (None: finished, still in the cache)."""
 
-    def __init__(self, model, device, packed: bool):
-        self.model, self.device, self.packed = model, device, packed
+    def __init__(self, model, device, packed: bool, prefix: SharedPrefix | None = None):
+        self.model, self.device, self.packed, self.prefix = model, device, packed, prefix
         self.state = self.logits = None
         self.rows: list[int | None] = []
 
@@ -104,7 +109,7 @@ class _Batch:
               room: int) -> None:
         """Prefill `prompts` (groups `groups`) and join G rows of each below the live rows
         (finished rows are dropped on the way)."""
-        cache, logits, attn = prefill(self.model, prompts, pad_id)
+        cache, logits, attn = prefill(self.model, prompts, pad_id, self.prefix)
         logits = logits.repeat_interleave(G, 0)
         rows = [g * G + j for g in groups for j in range(G)]
         if self.state is None or not self.live:

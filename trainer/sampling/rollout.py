@@ -326,15 +326,19 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool,
     return tok
 
 
-def prefill(model, prompts: list[list[int]], pad_id: int):
+def prefill(model, prompts: list[list[int]], pad_id: int, prefix: SharedPrefix | None = None):
     """Run the prompts through the model once: (KV cache, last-position logits [n, V], 2-D
     attention mask). A system prompt and instructions are often most of every prompt (96 of the
     main job's 112 tokens), so a prefix common to all prompts is computed once and each prompt's
-    remainder on top of it (`SharedPrefix`, as in the training passes)."""
+    remainder on top of it (`SharedPrefix`, as in the training passes). `prefix`: one that every
+    prompt begins with, kept by the caller across calls (its keys and values computed once for
+    all of them: a refilling sampler's admissions); else the prompts' own, for this call."""
     device = next(model.parameters()).device
-    prefix = SharedPrefix.of(prompts, device) if len(prompts) > 1 else None
+    own = prefix is None
+    if own:
+        prefix = SharedPrefix.of(prompts, device) if len(prompts) > 1 else None
     ids, mask = left_pad([p[prefix.length if prefix else 0:] for p in prompts], pad_id, device)
-    with one_pass(prefix):
+    with one_pass(prefix if own else None):
         out, attn = prompt_forward(model, ids, mask, prefix, {"logits_to_keep": 1})
     return returned_cache(out), out.logits[:, -1], attn
 
