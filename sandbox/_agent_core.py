@@ -47,6 +47,15 @@ def cgroup_first_slack(processes):
     return processes + AGENT_TASKS
 
 
+def flat_counter(text, key):
+    """`key`'s count in a flat-keyed cgroup file's text (memory.events, pids.events); None
+    where the file has no such key."""
+    for line in text.splitlines():
+        if line.startswith(key + " "):
+            return int(line.split()[1])
+    return None
+
+
 def inode_cap(limits):
     return max(1024, int(limits["disk_mb"]) * INODES_PER_MB)
 

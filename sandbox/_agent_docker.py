@@ -11,8 +11,8 @@ import resource
 import time
 
 from _agent_core import (AGENT_TASKS, PR_SET_CHILD_SUBREAPER, RUNNER, NotNamespaceInit, Program,
-                         _kill_all, _libc, _reap, cgroup_first_slack, prctl, recv, send,
-                         supervise)
+                         _kill_all, _libc, _reap, cgroup_first_slack, flat_counter, prctl, recv,
+                         send, supervise)
 from _agent_process import _write_files
 
 WRITABLE = ("/work", "/tmp", "/dev/shm", "/dev/mqueue")
@@ -36,15 +36,16 @@ def _pids_cgroup():
     return None
 
 
-def _refused_forks(events):
-    """How many forks the pids cgroup has refused at its limit (None where unreadable)."""
-    try:
-        with open(events) as f:
-            for line in f:
-                if line.startswith("max "):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
+def _counter(paths, key):
+    """`key`'s count in the first of the flat-keyed cgroup files `paths` that has it."""
+    for path in paths:
+        try:
+            with open(path) as f:
+                value = flat_counter(f.read(), key)
+        except OSError:
+            continue
+        if value is not None:
+            return value
     return None
 
 
@@ -147,16 +148,7 @@ kill by the container's memory limit from any other SIGKILL."""
 
 
 def _oom_kills():
-    for path in OOM_COUNTERS:
-        try:
-            with open(path) as f:
-                lines = f.read().splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-    return None
+    return _counter(OOM_COUNTERS, "oom_kill")
 
 
 def _prepare(req):
@@ -231,10 +223,11 @@ def _run_one(program, io, writable):
         processes = req["limits"]["processes"]
         if pids and processes >= pids[0] - AGENT_TASKS:    # the container's limit is the run's
             req["nproc_slack"] = cgroup_first_slack(processes)
-        refused = _refused_forks(pids[1]) if pids else None
+        events = (pids[1],) if pids else ()
+        refused = _counter(events, "max")
         oom_before = _oom_kills()
         result = supervise(program, req, stdin_path)
-        if refused is not None and (_refused_forks(pids[1]) or 0) > refused:
+        if refused is not None and (_counter(events, "max") or 0) > refused:
             result["cg_pids_max"] = True
         if oom_before is not None and (_oom_kills() or 0) > oom_before:
             result["cg_oom"] = True

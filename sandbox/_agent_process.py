@@ -15,8 +15,8 @@ import time
 from _agent_core import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS,
                          DEVICES, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE,
                          MS_RDONLY, MS_REC, MS_REMOUNT, PR_SET_PDEATHSIG, SYS_PIVOT_ROOT, _check,
-                         Program, _libc, _reap, cgroup_first_slack, inode_cap, mount, prctl, recv,
-                         send, supervise)
+                         Program, _libc, _reap, cgroup_first_slack, flat_counter, inode_cap, mount,
+                         prctl, recv, send, supervise)
 
 
 def _write_files(base, files, uid):
@@ -197,10 +197,7 @@ class _Cgroups:
 
     def _count(self, name, key):
         """A counter from a flat-keyed cgroup file (memory.events, pids.events)."""
-        for line in self._read(name).splitlines():
-            if line.startswith(key + " "):
-                return int(line.split()[1])
-        return 0
+        return flat_counter(self._read(name), key) or 0
 
     def _oom_v2(self):
         return self._count("memory.events", "oom_kill")

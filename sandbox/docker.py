@@ -176,6 +176,8 @@ class _Container:
             network_mode="none", read_only=True, auto_remove=True,
             tmpfs={"/work": scratch, "/tmp": scratch + ",exec", "/run": "size=16m,mode=700"},
             shm_size=f"{limits.disk_mb}m", mem_limit=mem, memswap_limit=mem,
+            # the program's tree, plus the agent's tasks (at least two besides: the program's
+            # pre-forked process and the helper writing its files exist before it runs)
             pids_limit=max(limits.processes, 2) + AGENT_TASKS, nano_cpus=10**9, cap_drop=["ALL"],
             cap_add=["SETUID", "SETGID", "KILL"], security_opt=["no-new-privileges"],
             binds={"/usr": {"bind": "/usr", "mode": "ro"},
