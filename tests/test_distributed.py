@@ -182,3 +182,62 @@ def test_hf_generate_path_is_seeded_without_touching_the_global_rng(tiny_model):
         == a.completion_ids
     assert generate(policy, tok, tasks, 3, 8, share_prefix=False, seeds=[7, 6]).completion_ids \
         != a.completion_ids
+
+
+# A rank whose last Gloo collective is still finishing when it exits: its tensor's last
+# reference is then dropped on Gloo's worker thread. Through interpreter teardown that aborts the
+# process about 5 times in 8 (SIGABRT; measured with sys.exit in place of end_process).
+RACE_SCRIPT = """
+import torch, torch.distributed as dist
+from rlvr.trainer.parallel.distributed import end_process
+dist.init_process_group("gloo")
+work = dist.all_reduce(torch.ones(1_000_000), async_op=True)
+del work                                  # Gloo's worker thread holds the last reference
+end_process(3)
+"""
+
+# What teardown would have done still happens.
+TEARDOWN_SCRIPT = """
+import atexit, sys, threading, time
+from pathlib import Path
+from rlvr.trainer.parallel.distributed import end_process
+out = Path(sys.argv[1])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+threading.Thread(target=lambda: (time.sleep(0.3), (out / "thread").write_text("done"))).start()
+print("written", end="")                  # left in the pipe's buffer
+end_process(3)
+"""
+
+
+def _script(tmp_path, text: str) -> str:
+    path = tmp_path / f"script{len(list(tmp_path.iterdir()))}.py"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_rank_ends_with_its_code_though_gloo_is_still_finishing(tmp_path):
+    import socket
+    script = _script(tmp_path, RACE_SCRIPT)
+    for attempt in range(4):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        ranks = [subprocess.Popen([sys.executable, script], text=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE,
+                                  env={**os.environ, "MASTER_ADDR": "127.0.0.1",
+                                       "MASTER_PORT": str(port), "RANK": str(rank),
+                                       "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"})
+                 for rank in range(2)]
+        for rank, proc in enumerate(ranks):
+            _, stderr = proc.communicate(timeout=120)
+            assert proc.returncode == 3, (attempt, rank, proc.returncode, stderr[-2000:])
+
+
+def test_a_rank_ended_without_teardown_still_runs_what_teardown_would(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run([sys.executable, _script(tmp_path, TEARDOWN_SCRIPT), str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert proc.stdout == "written"                            # streams flushed
+    assert (tmp_path / "atexit").read_text() == "ran"          # atexit handlers run
+    assert (tmp_path / "thread").read_text() == "done"         # non-daemon threads joined

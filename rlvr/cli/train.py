@@ -107,7 +107,8 @@ def console_trainer():
 def _run(args) -> int:
     from rlvr.usage import UsageError
     from rlvr.trainer.config import field_docs, load_config
-    from rlvr.trainer.parallel.distributed import is_main_process, shutdown_distributed
+    from rlvr.trainer.parallel.distributed import (end_process, is_main_process,
+                                                   is_torchrun_rank, shutdown_distributed)
     if args.help_config:
         for name, typ, default, doc in field_docs():
             print(f"{name} ({typ}, default {default!r})\n    {doc}")
@@ -132,7 +133,8 @@ def _run(args) -> int:
         return 1
     finally:
         shutdown_distributed()
-    if not is_main_process():        # under torchrun, rank 0 reports and plots
-        return 0
-    report_run(run_dir)
+    if is_main_process():            # under torchrun, rank 0 reports and plots
+        report_run(run_dir)
+    if is_torchrun_rank():
+        end_process(0)               # not through teardown: why in end_process
     return 0

@@ -23,15 +23,19 @@ above holds for it too.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import sys
+import threading
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 __all__ = ["DistContext", "init_distributed", "join_world_of_one", "shutdown_distributed",
-           "is_main_process", "shard", "group_seeds"]
+           "end_process", "is_main_process", "is_torchrun_rank", "shard", "group_seeds"]
 
 
 @dataclass(frozen=True)
@@ -160,8 +164,33 @@ def shutdown_distributed() -> None:
         dist.destroy_process_group()
 
 
+def end_process(code: int) -> NoReturn:
+    """Exit a torchrun rank with `code`, doing what interpreter teardown is for (non-daemon
+    threads joined, atexit handlers run, streams flushed) but not the teardown itself.
+
+    A Gloo process group outlives `destroy_process_group` (torch's own modules keep references
+    to it), so its worker threads run on into teardown. One that finishes a collective then
+    drops the last reference to the collective's tensor, which needs the GIL; a finalizing
+    interpreter ends the thread instead, inside a C++ destructor, and the process aborts
+    ("terminate called without an active exception", SIGABRT) after the run is written, which
+    torchrun reports as a failed run. Without teardown there is nothing for the thread to
+    race (cf. pytorch/pytorch#179291)."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()       # what teardown runs first; CPython's one way to run them
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
+
+
 def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def is_torchrun_rank() -> bool:
+    """Whether torchrun started this process as one of several (what `init_distributed` joins)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
 def shard(n: int, ctx: DistContext, what: str = "prompts_per_step") -> tuple[int, int]:
