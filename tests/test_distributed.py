@@ -186,7 +186,7 @@ def test_hf_generate_path_is_seeded_without_touching_the_global_rng(tiny_model):
 
 # A rank whose last Gloo collective is still finishing when it exits: its tensor's last
 # reference is then dropped on Gloo's worker thread. Through interpreter teardown that aborts the
-# process about 5 times in 8 (SIGABRT; measured with sys.exit in place of end_process).
+# process about 5 times in 8 (SIGABRT; measured with a plain exit in place of end_process).
 RACE_SCRIPT = """
 import torch, torch.distributed as dist
 from rlvr.trainer.parallel.distributed import end_process
@@ -228,9 +228,15 @@ def test_a_rank_ends_with_its_code_though_gloo_is_still_finishing(tmp_path):
                                        "MASTER_PORT": str(port), "RANK": str(rank),
                                        "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"})
                  for rank in range(2)]
-        for rank, proc in enumerate(ranks):
-            _, stderr = proc.communicate(timeout=120)
-            assert proc.returncode == 3, (attempt, rank, proc.returncode, stderr[-2000:])
+        try:
+            for rank, proc in enumerate(ranks):
+                _, stderr = proc.communicate(timeout=120)
+                assert proc.returncode == 3, (attempt, rank, proc.returncode, stderr[-2000:])
+        finally:            # a rank left waiting for a peer that failed must not outlive us
+            for proc in ranks:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
 
 
 def test_a_rank_ended_without_teardown_still_runs_what_teardown_would(tmp_path):
