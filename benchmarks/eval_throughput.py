@@ -24,7 +24,9 @@ of the eval's completions).
 
 Every side runs in this one process, one after the other, on whatever cores the process was
 given (pin it: `taskset`). Each line gives wall and process CPU seconds (the CPU time is what a
-busy shared machine distorts least) and the load average around it; the last line is JSON.
+busy shared machine distorts least) and the load average around it; with a llama.cpp side, each
+eval side's multiple of llama.cpp's single-stream rate follows (`vs_llama_cpp`, wall and CPU);
+the last line is JSON.
 """
 from __future__ import annotations
 
@@ -171,6 +173,23 @@ def timed(name: str, fn) -> dict:
     return row
 
 
+def against_llama(rows: list[dict]) -> None:
+    """Add to each eval row its tokens per wall second and per CPU second as multiples of
+    llama.cpp's single stream in the same run (`vs_llama_cpp`; the mean of llama.cpp's rows when
+    it ran more than once, as in an alternated run); nothing without a llama.cpp row."""
+    llama = [r for r in rows if r["side"] == "eval llama.cpp"]
+    if not llama:
+        return
+    wall = sum(r["tokens_per_s"] for r in llama) / len(llama)
+    cpu = sum(r["tokens_per_cpu_s"] for r in llama) / len(llama)
+    for r in rows:
+        if r["workload"].startswith("eval") and r["side"] != "eval llama.cpp":
+            r["vs_llama_cpp"] = {"wall": r["tokens_per_s"] / wall,
+                                 "cpu": r["tokens_per_cpu_s"] / cpu}
+            print(f"{r['side']:<22} {r['vs_llama_cpp']['wall']:5.2f}x llama.cpp's single "
+                  f"stream in tokens/s, {r['vs_llama_cpp']['cpu']:5.2f}x in tokens/CPU-s")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tiny", action="store_true", help="a tiny random model (smoke test)")
@@ -251,6 +270,7 @@ def main() -> None:
                     continue
             rows.append({"workload": f"eval n={args.n} x {args.tasks} tasks",
                          **timed(f"eval {side}", work[side])})
+    against_llama(rows)
     print(json.dumps({"model": "tiny" if args.tiny else "SmolLM2-135M-Instruct",
                       "torch_threads": torch.get_num_threads(),
                       "affinity": sorted(os.sched_getaffinity(0)), "rows": rows}))
