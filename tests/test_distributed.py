@@ -210,7 +210,7 @@ end_process(3)
 
 
 def _script(tmp_path, text: str) -> str:
-    path = tmp_path / f"script{len(list(tmp_path.iterdir()))}.py"
+    path = tmp_path / "rank.py"
     path.write_text(text)
     return str(path)
 

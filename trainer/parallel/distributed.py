@@ -127,9 +127,9 @@ def init_distributed(device: str, backend: str = "auto") -> tuple[DistContext, s
     """Join the process group torchrun describes in the environment (RANK, WORLD_SIZE,
     LOCAL_RANK, MASTER_ADDR/PORT); a plain `python -m rlvr train` is a world of one.
     Returns the context and the device this rank uses (cuda:LOCAL_RANK on GPUs)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
+    if not is_torchrun_rank():
         return DistContext(), device
+    world = int(os.environ["WORLD_SIZE"])
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     use_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
     if use_cuda:
